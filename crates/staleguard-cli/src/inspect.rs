@@ -1,0 +1,144 @@
+//! The `inspect` report: every browser result, then totals in bytes and tokens.
+
+use serde::Serialize;
+use staleguard::{Projected, ResultReport};
+
+/// Tokens counted with the o200k_base encoding (GPT-4o and later).
+fn count_tokens(text: &str) -> usize {
+    match tiktoken_rs::o200k_base() {
+        Ok(bpe) => bpe.encode_ordinary(text).len(),
+        Err(_) => 0,
+    }
+}
+
+#[derive(Serialize)]
+pub struct Report<'p> {
+    format: &'static str,
+    format_reason: &'static str,
+    results: Vec<Row<'p>>,
+    totals: Totals,
+}
+
+#[derive(Serialize)]
+struct Row<'p> {
+    message: usize,
+    call_id: Option<&'p str>,
+    observation: &'p str,
+    tool: &'p str,
+    status: &'static str,
+    url: Option<&'p str>,
+    title: Option<&'p str>,
+    bytes_before: usize,
+    bytes_after: usize,
+    refs_withheld: usize,
+    images_dropped: usize,
+}
+
+#[derive(Serialize)]
+struct Totals {
+    browser_results: usize,
+    collapsed: usize,
+    bytes_before: usize,
+    bytes_after: usize,
+    tokens_before: usize,
+    tokens_after: usize,
+    refs_withheld: usize,
+}
+
+impl<'p> Report<'p> {
+    pub fn new(original: &str, projected: &'p Projected) -> Self {
+        let results: Vec<Row<'p>> = projected.report.results.iter().map(Row::from).collect();
+        let totals = Totals {
+            browser_results: results.len(),
+            collapsed: projected.report.collapsed(),
+            bytes_before: original.len(),
+            bytes_after: projected.body.len(),
+            tokens_before: count_tokens(original),
+            tokens_after: count_tokens(&projected.body),
+            refs_withheld: results.iter().map(|r| r.refs_withheld).sum(),
+        };
+        Report {
+            format: projected.format.name(),
+            format_reason: projected.format_reason,
+            results,
+            totals,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        s.push('\n');
+        s
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut out = format!("format: {} ({})\n", self.format, self.format_reason);
+        out.push_str(&format!(
+            "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {}\n",
+            "msg", "obs", "tool", "status", "before", "after", "refs", "url / title"
+        ));
+        for r in &self.results {
+            out.push_str(&format!(
+                "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {}{}\n",
+                r.message,
+                r.observation,
+                clip(r.tool, 22),
+                r.status,
+                r.bytes_before,
+                r.bytes_after,
+                r.refs_withheld,
+                clip(r.url.unwrap_or("-"), 60),
+                r.title.map(|t| format!("  \"{}\"", clip(t, 40))).unwrap_or_default()
+            ));
+        }
+        let t = &self.totals;
+        out.push_str(&format!(
+            "\ntotal: {} browser results, {} collapsed, {} refs withheld\nbytes:  {} -> {} ({})\ntokens: {} -> {} ({}, o200k_base)\n",
+            t.browser_results,
+            t.collapsed,
+            t.refs_withheld,
+            t.bytes_before,
+            t.bytes_after,
+            percent(t.bytes_before, t.bytes_after),
+            t.tokens_before,
+            t.tokens_after,
+            percent(t.tokens_before, t.tokens_after),
+        ));
+        out
+    }
+}
+
+impl<'p> From<&'p ResultReport> for Row<'p> {
+    fn from(r: &'p ResultReport) -> Self {
+        Row {
+            message: r.message,
+            call_id: r.call_id.as_deref(),
+            observation: &r.observation_id,
+            tool: &r.tool,
+            status: r.status.as_str(),
+            url: r.url.as_deref(),
+            title: r.title.as_deref(),
+            bytes_before: r.bytes_before,
+            bytes_after: r.bytes_after,
+            refs_withheld: r.refs_withheld,
+            images_dropped: r.images_dropped,
+        }
+    }
+}
+
+fn percent(before: usize, after: usize) -> String {
+    if before == 0 {
+        return "n/a".into();
+    }
+    let change = (after as f64 - before as f64) * 100.0 / before as f64;
+    format!("{change:+.1}%")
+}
+
+/// Shortens `s` to `max` characters for the table, marking the cut.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max.saturating_sub(1)).collect();
+    format!("{head}…")
+}

@@ -1,0 +1,182 @@
+//! The `staleguard` command.
+
+mod inspect;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use staleguard::{project_request, Config, Projected, RequestFormat};
+
+/// The bundled recording that `demo` runs: a real @playwright/mcp 0.0.41 session.
+const DEMO_BODY: &str = include_str!("../../../fixtures/demo/long_page.openai.json");
+const DEMO_NAME: &str = "fixtures/demo/long_page.openai.json (@playwright/mcp 0.0.41, Chromium)";
+
+#[derive(Parser)]
+#[command(name = "staleguard", version, about = "Only the newest browser observation is real.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Project a request body: collapse every browser observation but the newest.
+    Project {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Show every browser result of a request body and what projection does with it.
+    Inspect {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a bundled real recording through `project` and `inspect`.
+    Demo,
+}
+
+#[derive(clap::Args)]
+struct InputArgs {
+    /// Request body file; `-` or absent reads standard input.
+    input: Option<PathBuf>,
+    /// Request format: auto, openai, anthropic or responses.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// Config file (default: ./staleguard.toml when it exists).
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+/// A failure the user can act on: printed as one line, exit code 2.
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(message)) => {
+            eprintln!("staleguard: error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Project { input } => {
+            let (body, format, config) = load(&input)?;
+            let projected = project_request(&body, format, &config)?;
+            write_stdout(projected.body.as_bytes())
+        }
+        Command::Inspect { input, json } => {
+            let (body, format, config) = load(&input)?;
+            let projected = project_request(&body, format, &config)?;
+            let report = inspect::Report::new(&body, &projected);
+            let text = if json { report.to_json() } else { report.to_table() };
+            write_stdout(text.as_bytes())
+        }
+        Command::Demo => demo(),
+    }
+}
+
+/// Reads the body and config; compaction is on for these commands.
+fn load(args: &InputArgs) -> Result<(String, RequestFormat, Config), Failure> {
+    let format: RequestFormat = args.format.parse()?;
+    let mut config = load_config(args.config.as_deref())?;
+    config.browser_history_compaction = true;
+    let body = read_input(args.input.as_deref())?;
+    Ok((body, format, config))
+}
+
+fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
+    let default = Path::new("staleguard.toml");
+    let file = match path {
+        Some(p) => Some((p, read_file(p)?)),
+        None if default.is_file() => Some((default, read_file(default)?)),
+        None => None,
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    Config::load(file.as_ref().map(|(_, text)| text.as_str()), env).map_err(|e| match &file {
+        Some((p, _)) => Failure(format!("{}: {e}", p.display())),
+        None => Failure(e.to_string()),
+    })
+}
+
+fn read_file(path: &Path) -> Result<String, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Failure(format!("{} is not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()))
+    })
+}
+
+fn read_input(path: Option<&Path>) -> Result<String, Failure> {
+    match path {
+        Some(p) if p != Path::new("-") => read_file(p),
+        _ => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
+            String::from_utf8(bytes).map_err(|e| {
+                Failure(format!("standard input is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
+            })
+        }
+    }
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| Failure(format!("cannot write standard output: {e}"))),
+    }
+}
+
+fn demo() -> Result<(), Failure> {
+    let mut config = Config::default();
+    config.browser_history_compaction = true;
+    let projected = project_request(DEMO_BODY, RequestFormat::Auto, &config)?;
+    let report = inspect::Report::new(DEMO_BODY, &projected);
+    let mut text = format!("staleguard demo: {DEMO_NAME}\n\n$ staleguard inspect long_page.openai.json\n");
+    text.push_str(&report.to_table());
+    text.push_str(&before_after(&projected));
+    write_stdout(text.as_bytes())
+}
+
+/// The first collapsed observation, before and after.
+fn before_after(projected: &Projected) -> String {
+    let Some(first) = projected.report.results.iter().find(|r| r.status == staleguard::Status::Collapsed) else {
+        return String::new();
+    };
+    let before = message_content(DEMO_BODY, first.message);
+    let after = message_content(&projected.body, first.message);
+    let head: Vec<&str> = before.lines().take(14).collect();
+    format!(
+        "\n$ staleguard project long_page.openai.json   # message {} ({}), before: {} bytes\n{}\n    ... {} more lines\n\nafter: {} bytes\n{}\n",
+        first.message,
+        first.tool,
+        before.len(),
+        head.join("\n"),
+        before.lines().count().saturating_sub(head.len()),
+        after.len(),
+        after
+    )
+}
+
+fn message_content(body: &str, index: usize) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("messages")?.get(index)?.get("content")?.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

@@ -1,0 +1,122 @@
+//! Wire-format adapters: read a neutral [`Transcript`] out of a request body and write
+//! projection edits back. Bytes an adapter does not edit are copied as they are, so unknown
+//! fields, key order and formatting survive.
+
+mod content;
+pub mod openai_chat;
+
+use std::str::FromStr;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::projection::{self, Plan};
+use crate::transcript::Transcript;
+
+/// A request wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestFormat {
+    /// Tell the format from the body.
+    Auto,
+    /// OpenAI Chat Completions (`messages` with `tool_calls` and `role: "tool"`).
+    OpenAiChat,
+    /// Anthropic Messages (`tool_use` / `tool_result` blocks).
+    Anthropic,
+    /// OpenAI Responses (`input` items).
+    Responses,
+}
+
+impl RequestFormat {
+    pub const NAMES: &'static str = "auto, openai, anthropic, responses";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestFormat::Auto => "auto",
+            RequestFormat::OpenAiChat => "openai",
+            RequestFormat::Anthropic => "anthropic",
+            RequestFormat::Responses => "responses",
+        }
+    }
+}
+
+impl FromStr for RequestFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(RequestFormat::Auto),
+            "openai" | "chat" => Ok(RequestFormat::OpenAiChat),
+            "anthropic" => Ok(RequestFormat::Anthropic),
+            "responses" => Ok(RequestFormat::Responses),
+            _ => Err(format!("unknown format {s:?} (supported: {})", Self::NAMES)),
+        }
+    }
+}
+
+/// A projected request.
+#[derive(Debug, Clone)]
+pub struct Projected {
+    /// The body to send to the model.
+    pub body: String,
+    /// The format that was read.
+    pub format: RequestFormat,
+    /// Why that format was chosen (for `inspect`).
+    pub format_reason: &'static str,
+    /// What happened to every browser result.
+    pub report: Plan,
+}
+
+/// Projects `body` under `config`. With compaction off the body comes back unchanged,
+/// with the report of what projection would see.
+pub fn project_request(body: &str, format: RequestFormat, config: &Config) -> Result<Projected, Error> {
+    let request = openai_chat::ChatRequest::read(body)?;
+    let (format, format_reason) = match format {
+        RequestFormat::Auto => decide(request.hints)?,
+        f => (f, "given"),
+    };
+    if format != RequestFormat::OpenAiChat {
+        return Err(Error::Unsupported(format.name()));
+    }
+    if !request.hints.has_messages {
+        return Err(Error::Shape { format: "openai", reason: "no `messages` array".into() });
+    }
+    let report = projection::plan(request.transcript(), config);
+    let body = if config.browser_history_compaction {
+        request.write(&report.edits)
+    } else {
+        body.to_string()
+    };
+    Ok(Projected { body, format, format_reason, report })
+}
+
+/// The neutral transcript of `body`, for callers that run their own analysis.
+pub fn read_transcript(body: &str) -> Result<Transcript<'_>, Error> {
+    let request = openai_chat::ChatRequest::read(body)?;
+    match decide(request.hints)?.0 {
+        RequestFormat::OpenAiChat => Ok(request.into_transcript()),
+        other => Err(Error::Unsupported(other.name())),
+    }
+}
+
+/// Tells the format from the body alone, and says which rule decided.
+pub fn detect_format(body: &str) -> Result<(RequestFormat, &'static str), Error> {
+    decide(openai_chat::ChatRequest::read(body)?.hints)
+}
+
+fn decide(hints: openai_chat::Hints) -> Result<(RequestFormat, &'static str), Error> {
+    if !hints.has_messages && hints.has_input {
+        return Ok((RequestFormat::Responses, "top-level `input` and no `messages`"));
+    }
+    if !hints.has_messages {
+        return Err(Error::Shape {
+            format: "model request",
+            reason: format!("no `messages` or `input` array (supported formats: {})", RequestFormat::NAMES),
+        });
+    }
+    if hints.has_system {
+        return Ok((RequestFormat::Anthropic, "top-level `system` or `anthropic_version`"));
+    }
+    if hints.has_anthropic_blocks {
+        return Ok((RequestFormat::Anthropic, "`tool_use` / `tool_result` content blocks"));
+    }
+    Ok((RequestFormat::OpenAiChat, "`messages` without Anthropic content blocks"))
+}

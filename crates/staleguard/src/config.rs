@@ -1,0 +1,279 @@
+//! Configuration (SPEC 7): defaults, then a `staleguard.toml` file, then the environment.
+//!
+//! The core does no I/O: callers pass the file's text and a lookup for environment
+//! variables, so tests and servers decide where both come from.
+
+use serde::Deserialize;
+
+use crate::error::ConfigError;
+use crate::tools::DEFAULT_BROWSER_TOOLS;
+
+/// Every setting of staleguard. `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Collapse old observations. Off by default: projection is opt-in.
+    pub browser_history_compaction: bool,
+    /// Keep grounded quotes from collapsed pages; `None` follows compaction.
+    pub evidence_retention: Option<bool>,
+    /// Track page fingerprints and stalls; `None` follows compaction.
+    pub progress_tracking: Option<bool>,
+    pub max_repeats: u32,
+    pub receipt_max_bytes: usize,
+    pub evidence_max_bytes: usize,
+    pub evidence_max_items: usize,
+    pub evidence_max_quote_bytes: usize,
+    pub request_budget_bytes: Option<usize>,
+    /// Tool name patterns (`*` wildcards) that make a call a browser call.
+    pub browser_tools: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            browser_history_compaction: false,
+            evidence_retention: None,
+            progress_tracking: None,
+            max_repeats: 3,
+            receipt_max_bytes: 512,
+            evidence_max_bytes: 16 * 1024,
+            evidence_max_items: 16,
+            evidence_max_quote_bytes: 2 * 1024,
+            request_budget_bytes: None,
+            browser_tools: DEFAULT_BROWSER_TOOLS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// The file layer: every key optional, unknown keys refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLayer {
+    browser_history_compaction: Option<Switch>,
+    evidence_retention: Option<Switch>,
+    progress_tracking: Option<Switch>,
+    max_repeats: Option<u32>,
+    receipt_max_bytes: Option<usize>,
+    evidence_max_bytes: Option<usize>,
+    evidence_max_items: Option<usize>,
+    evidence_max_quote_bytes: Option<usize>,
+    request_budget_bytes: Option<usize>,
+    browser_tools: Option<Vec<String>>,
+}
+
+/// An on/off value in the file: a TOML boolean or one of the on/off words.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Switch {
+    Bool(bool),
+    Word(String),
+}
+
+impl Switch {
+    fn resolve(self, key: &str) -> Result<bool, ConfigError> {
+        match self {
+            Switch::Bool(b) => Ok(b),
+            Switch::Word(w) => parse_switch(&w).ok_or_else(|| {
+                ConfigError::File(format!("{key} = {w:?}: expected on|true|1|yes or off|false|0|no"))
+            }),
+        }
+    }
+}
+
+/// Strict on/off parsing: anything else is `None`, never on.
+pub fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Some(true),
+        "off" | "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
+
+impl Config {
+    /// Loads the layers: defaults, then `file` (the text of a `staleguard.toml`), then
+    /// the environment as seen through `env`.
+    pub fn load(
+        file: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(text) = file {
+            config.apply_file(text)?;
+        }
+        config.apply_env(env)?;
+        Ok(config)
+    }
+
+    /// Whether evidence is retained, after following compaction.
+    pub fn evidence_enabled(&self) -> bool {
+        self.browser_history_compaction && self.evidence_retention.unwrap_or(true)
+    }
+
+    /// Whether progress is tracked, after following compaction.
+    pub fn progress_enabled(&self) -> bool {
+        self.browser_history_compaction && self.progress_tracking.unwrap_or(true)
+    }
+
+    fn apply_file(&mut self, text: &str) -> Result<(), ConfigError> {
+        let layer: FileLayer =
+            toml::from_str(text).map_err(|e| ConfigError::File(e.message().to_string()))?;
+        if let Some(s) = layer.browser_history_compaction {
+            self.browser_history_compaction = s.resolve("browser_history_compaction")?;
+        }
+        if let Some(s) = layer.evidence_retention {
+            self.evidence_retention = Some(s.resolve("evidence_retention")?);
+        }
+        if let Some(s) = layer.progress_tracking {
+            self.progress_tracking = Some(s.resolve("progress_tracking")?);
+        }
+        set(&mut self.max_repeats, layer.max_repeats);
+        set(&mut self.receipt_max_bytes, layer.receipt_max_bytes);
+        set(&mut self.evidence_max_bytes, layer.evidence_max_bytes);
+        set(&mut self.evidence_max_items, layer.evidence_max_items);
+        set(&mut self.evidence_max_quote_bytes, layer.evidence_max_quote_bytes);
+        if layer.request_budget_bytes.is_some() {
+            self.request_budget_bytes = layer.request_budget_bytes;
+        }
+        set(&mut self.browser_tools, layer.browser_tools);
+        Ok(())
+    }
+
+    fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(v) = env_switch(&env, "BROWSER_HISTORY_COMPACTION")? {
+            self.browser_history_compaction = v;
+        }
+        if let Some(v) = env_switch(&env, "BROWSER_EVIDENCE_RETENTION")? {
+            self.evidence_retention = Some(v);
+        }
+        if let Some(v) = env_switch(&env, "BROWSER_PROGRESS_TRACKING")? {
+            self.progress_tracking = Some(v);
+        }
+        set(&mut self.max_repeats, env_number(&env, "STALEGUARD_MAX_REPEATS")?);
+        set(&mut self.receipt_max_bytes, env_number(&env, "STALEGUARD_RECEIPT_MAX_BYTES")?);
+        set(&mut self.evidence_max_bytes, env_number(&env, "STALEGUARD_EVIDENCE_MAX_BYTES")?);
+        set(&mut self.evidence_max_items, env_number(&env, "STALEGUARD_EVIDENCE_MAX_ITEMS")?);
+        set(
+            &mut self.evidence_max_quote_bytes,
+            env_number(&env, "STALEGUARD_EVIDENCE_MAX_QUOTE_BYTES")?,
+        );
+        if let Some(n) = env_number(&env, "STALEGUARD_REQUEST_BUDGET_BYTES")? {
+            self.request_budget_bytes = Some(n);
+        }
+        if let Some(list) = env("STALEGUARD_BROWSER_TOOLS") {
+            self.browser_tools = list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+        }
+        Ok(())
+    }
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+fn env_switch(
+    env: &impl Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(value) = env(name) else {
+        return Ok(None);
+    };
+    parse_switch(&value).map(Some).ok_or(ConfigError::Env {
+        name: name.to_string(),
+        value,
+        expected: SWITCH_EXPECTED,
+    })
+}
+
+fn env_number<T: std::str::FromStr>(
+    env: &impl Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Option<T>, ConfigError> {
+    let Some(value) = env(name) else {
+        return Ok(None);
+    };
+    value.trim().parse().map(Some).map_err(|_| ConfigError::Env {
+        name: name.to_string(),
+        value,
+        expected: "expected a non-negative whole number",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_are_off_and_documented() {
+        let c = Config::load(None, env_of(&[])).unwrap();
+        assert!(!c.browser_history_compaction);
+        assert!(!c.evidence_enabled() && !c.progress_enabled());
+        assert_eq!((c.max_repeats, c.receipt_max_bytes), (3, 512));
+        assert_eq!((c.evidence_max_bytes, c.evidence_max_items), (16384, 16));
+        assert_eq!(c.evidence_max_quote_bytes, 2048);
+        assert_eq!(c.request_budget_bytes, None);
+    }
+
+    #[test]
+    fn on_off_words_in_any_case() {
+        for word in ["on", "TRUE", "1", "Yes"] {
+            let c = Config::load(None, env_of(&[("BROWSER_HISTORY_COMPACTION", word)])).unwrap();
+            assert!(c.browser_history_compaction, "{word}");
+            assert!(c.evidence_enabled() && c.progress_enabled());
+        }
+        for word in ["off", "False", "0", "NO"] {
+            let file = "browser_history_compaction = true";
+            let c = Config::load(Some(file), env_of(&[("BROWSER_HISTORY_COMPACTION", word)]))
+                .unwrap();
+            assert!(!c.browser_history_compaction, "{word}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_an_error_naming_variable_and_value() {
+        for word in ["enabled", "", "2", "onn"] {
+            let err = Config::load(None, env_of(&[("BROWSER_HISTORY_COMPACTION", word)]))
+                .unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("BROWSER_HISTORY_COMPACTION"), "{text}");
+            assert!(text.contains(&format!("{word:?}")), "{text}");
+        }
+        let err = Config::load(None, env_of(&[("BROWSER_EVIDENCE_RETENTION", "maybe")]));
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        let file = "browser_history_compaction = \"on\"\nmax_repeats = 5\nevidence_retention = false\nbrowser_tools = [\"my_browser\"]";
+        let c = Config::load(Some(file), env_of(&[])).unwrap();
+        assert!(c.browser_history_compaction && !c.evidence_enabled() && c.progress_enabled());
+        assert_eq!(c.max_repeats, 5);
+        assert_eq!(c.browser_tools, vec!["my_browser".to_string()]);
+        let c = Config::load(Some(file), env_of(&[("STALEGUARD_MAX_REPEATS", "7")])).unwrap();
+        assert_eq!(c.max_repeats, 7);
+    }
+
+    #[test]
+    fn file_errors_are_clear() {
+        let err = Config::load(Some("max_repeat = 3"), env_of(&[])).unwrap_err();
+        assert!(err.to_string().contains("max_repeat"), "{err}");
+        let err = Config::load(Some("progress_tracking = \"sometimes\""), env_of(&[])).unwrap_err();
+        assert!(err.to_string().contains("sometimes"), "{err}");
+        let err = Config::load(None, env_of(&[("STALEGUARD_MAX_REPEATS", "-1")])).unwrap_err();
+        assert!(err.to_string().contains("STALEGUARD_MAX_REPEATS"), "{err}");
+    }
+}

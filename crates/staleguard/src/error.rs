@@ -1,0 +1,74 @@
+//! Typed errors of the core library.
+
+use thiserror::Error;
+
+/// Why a request body could not be read.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The body is not valid JSON.
+    #[error("invalid JSON at line {line}, column {column} (byte {offset}): {message}")]
+    Json {
+        line: usize,
+        column: usize,
+        /// Byte offset of the error in the body.
+        offset: usize,
+        message: String,
+    },
+    /// Valid JSON, but not a request body this format can read.
+    #[error("not a {format} request body: {reason}")]
+    Shape {
+        format: &'static str,
+        reason: String,
+    },
+    /// The request format has no adapter yet.
+    #[error("the {0} request format is not supported yet (supported: openai)")]
+    Unsupported(&'static str),
+}
+
+impl Error {
+    /// Builds [`Error::Json`] from a serde_json error, with the byte offset in `body`.
+    pub fn json(err: &serde_json::Error, body: &str) -> Self {
+        let (line, column) = (err.line(), err.column());
+        Error::Json {
+            line,
+            column,
+            offset: byte_offset(body, line, column),
+            message: strip_position(&err.to_string()),
+        }
+    }
+}
+
+/// serde_json reports 1-based line and column (column counts bytes); turns them into an offset.
+fn byte_offset(body: &str, line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', body.as_bytes())
+            .nth(line - 2)
+            .map_or(body.len(), |i| i + 1)
+    };
+    (line_start + column.saturating_sub(1)).min(body.len())
+}
+
+/// serde_json appends " at line L column C"; we print the position ourselves.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// An environment variable holds a value that is not allowed for it.
+    #[error("environment variable {name}={value:?} is invalid: {expected}")]
+    Env {
+        name: String,
+        value: String,
+        expected: &'static str,
+    },
+    /// The config file is not valid TOML or has an unknown key or a wrong type.
+    #[error("config file: {0}")]
+    File(String),
+}

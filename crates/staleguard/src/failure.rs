@@ -1,0 +1,111 @@
+//! Failed browser results (SPEC 1). A failure is never collapsed: it is exactly what must
+//! not be summarised away.
+
+/// True when `text` reads as a failed result, whatever the observation format.
+pub fn is_failed(text: &str) -> bool {
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    let text = strip_repeated_call(text);
+    starts_with_failure(text) || has_error_section(text) || is_failed_batch(text)
+}
+
+fn starts_with_failure(text: &str) -> bool {
+    ["Error", "Not run:", "The user denied", "Action cancelled"]
+        .iter()
+        .any(|p| text.starts_with(p))
+}
+
+/// The seed system prefixes a repeated call with `Repeated call: ...`; the failure after it
+/// (on the same line or the next) still counts.
+fn strip_repeated_call(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("Repeated call:") else {
+        return text;
+    };
+    let rest = rest.trim_start_matches([' ', '\t']);
+    if starts_with_failure(rest) {
+        return rest;
+    }
+    match rest.find('\n') {
+        Some(i) => rest[i + 1..].trim_start(),
+        None => rest,
+    }
+}
+
+/// MCP `isError` rendered as `### Error`, or as `### Result` whose first line is `Error: ...`.
+fn has_error_section(text: &str) -> bool {
+    let mut lines = text.lines().map(|l| l.trim_end_matches('\r'));
+    while let Some(line) = lines.next() {
+        match line {
+            "### Error" => return true,
+            "### Result" => {
+                if lines.next().is_some_and(|l| l.starts_with("Error:")) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A partial batch: numbered steps whose last one is `N. Error: ... Batch stopped.`,
+/// optionally followed by verification lines.
+fn is_failed_batch(text: &str) -> bool {
+    let last = text
+        .lines()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !is_verification_line(l))
+        .last();
+    let Some(last) = last else { return false };
+    let Some((number, step)) = last.split_once(". ") else {
+        return false;
+    };
+    !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && step.starts_with("Error")
+        && step.ends_with("Batch stopped.")
+}
+
+/// `[verified:...]` and `[UNVERIFIED...]` lines, which receipts keep.
+pub fn is_verification_line(line: &str) -> bool {
+    line.starts_with("[verified:") || line.starts_with("[UNVERIFIED")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_prefixes() {
+        assert!(is_failed("Error: Ref e13 not found"));
+        assert!(is_failed("  Not run: user stopped"));
+        assert!(is_failed("The user denied this action"));
+        assert!(is_failed("Action cancelled by user"));
+        assert!(!is_failed("Clicked. No Error here"));
+        assert!(!is_failed(""));
+    }
+
+    #[test]
+    fn mcp_error_sections() {
+        assert!(is_failed("### Error\nError: browserBackend.callTool: net::ERR"));
+        assert!(is_failed("### Result\nError: Ref e13 not found in the current page snapshot."));
+        assert!(is_failed("### Ran Playwright code\n```js\n```\n\n### Result\r\nError: x"));
+        assert!(!is_failed("### Result\n- 0: (current) [Home](http://x/)"));
+        assert!(!is_failed("### Page\n- paragraph: \"### Error\" is a heading"));
+    }
+
+    #[test]
+    fn repeated_call_does_not_hide_failure() {
+        assert!(is_failed("Repeated call: Error: ref 1-0-31 is not in the current snapshot."));
+        assert!(is_failed("Repeated call: click 1-0-31\nError: ref 1-0-31 is stale"));
+        assert!(!is_failed("Repeated call: click 1-0-31\nclick complete."));
+    }
+
+    #[test]
+    fn failed_partial_batch() {
+        let text = "1. click complete.\nCurrent snapshot:\n# Confirm order — https://shop.example/confirm\n- [ref=1-0-01] button Place order\n2. Error: stale target 1-0-99. Batch stopped.\n[UNVERIFIED: side effect needs a read-back check.]";
+        assert!(is_failed(text));
+        assert!(is_failed("1. click complete.\n2. Error: timeout. Batch stopped.\n[verified: URL unchanged]\n"));
+        assert!(!is_failed("1. click complete.\n2. type complete."));
+        assert!(!is_failed("1. Error: timeout. Batch stopped.\n3. done"));
+    }
+}

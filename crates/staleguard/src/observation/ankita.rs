@@ -1,0 +1,160 @@
+//! The seed system's text format (one tool named `browser`):
+//!
+//! ```text
+//! Filled 3 fields.                                   <- action receipt (optional)
+//! Current snapshot:
+//! # Order a widget — https://shop.example/order
+//! - [ref=1-0-21] textbox Name (type=text, value=Ada)
+//! Visible page text (not action refs): Order a widget. ...
+//! Observation: 00000000-0000-4000-8000-000000000002
+//! [UNVERIFIED: ...]                                  <- footers (optional)
+//! ```
+//!
+//! A page-text read-back (`Page text observation <id>` / `Source: ...`) has no
+//! `Current snapshot:` line and is not an observation.
+
+use std::borrow::Cow;
+
+use super::aria::{is_ref_id, lines, Line};
+use super::{Control, ElementRef, Observation, ObservationFormat, TreeKind};
+
+/// Name of this format.
+pub const NAME: &str = "ankita";
+
+/// Lines that separate the action receipt from the tree. `Fresh snapshot:` follows an
+/// error that re-captured the page.
+const SEPARATORS: &[&str] = &["Current snapshot:", "Fresh snapshot:"];
+const VISIBLE_TEXT: &str = "Visible page text (not action refs):";
+const OBSERVATION: &str = "Observation:";
+/// Bare attribute words that are states rather than part of a label.
+const STATE_WORDS: &[&str] = &[
+    "checked", "disabled", "expanded", "selected", "required", "readonly", "pressed", "focused",
+];
+
+/// Detector for the seed system's text format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ankita;
+
+impl ObservationFormat for Ankita {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        let mut it = lines(text);
+        let sep = it.find(|l| SEPARATORS.contains(&l.text.trim_end()))?;
+        let header = it.find(|l| !l.text.trim().is_empty())?;
+        let (title, url) = split_header(header.text.strip_prefix("# ")?);
+        let mut obs = Observation::new(NAME, TreeKind::Full);
+        obs.title = Some(Cow::Borrowed(title)).filter(|t| !t.is_empty());
+        obs.url = url.map(Cow::Borrowed);
+        obs.action = text.get(..sep.start).map(str::trim).filter(|a| !a.is_empty()).map(Cow::Borrowed);
+        body(text, it, &mut obs);
+        Some(obs)
+    }
+}
+
+/// `<title> — <url>`; the last em dash separates them, so a title may contain one.
+fn split_header(header: &str) -> (&str, Option<&str>) {
+    match header.rsplit_once(" — ") {
+        Some((title, url)) if !url.trim().is_empty() => (title.trim(), Some(url.trim())),
+        _ => (header.trim(), None),
+    }
+}
+
+/// Reads ref lines, the visible page text (which may run over several lines) and the
+/// observation ID. Lines after the ID (batch steps, verification footers) are not page data.
+fn body<'a>(text: &'a str, it: impl Iterator<Item = Line<'a>>, obs: &mut Observation<'a>) {
+    let mut visible: Option<(usize, usize)> = None;
+    for line in it {
+        let t = line.text;
+        if let Some(rest) = t.strip_prefix(OBSERVATION) {
+            obs.document = Some(rest.trim()).filter(|d| !d.is_empty()).map(Cow::Borrowed);
+            break;
+        }
+        if let Some(rest) = t.strip_prefix("- [ref=") {
+            flush(text, &mut visible, obs);
+            ref_line(rest, obs);
+        } else if t.starts_with(VISIBLE_TEXT) {
+            flush(text, &mut visible, obs);
+            let start = line.start + VISIBLE_TEXT.len();
+            visible = Some((start, line.start + t.len()));
+        } else if t.starts_with("[verified") || t.starts_with("[UNVERIFIED") {
+            flush(text, &mut visible, obs);
+        } else if let Some((_, end)) = visible.as_mut() {
+            *end = line.start + t.len();
+        }
+    }
+    flush(text, &mut visible, obs);
+}
+
+fn flush<'a>(text: &'a str, visible: &mut Option<(usize, usize)>, obs: &mut Observation<'a>) {
+    if let Some((a, b)) = visible.take() {
+        let chunk = text.get(a..b).map(str::trim).unwrap_or("");
+        if !chunk.is_empty() {
+            obs.chunks.push(Cow::Borrowed(chunk));
+        }
+    }
+}
+
+/// `1-0-11] textbox Name (type=text, value=Ada)`: every listed element is actionable, so
+/// each ref line is also a control.
+fn ref_line<'a>(rest: &'a str, obs: &mut Observation<'a>) {
+    let Some((id, body)) = rest.split_once(']') else {
+        return;
+    };
+    if !is_ref_id(id) {
+        return;
+    }
+    let body = body.trim();
+    let (role, label) = body.split_once(' ').unwrap_or((body, ""));
+    let (label, attrs) = split_attrs(label);
+    let mut control = Control {
+        role: Cow::Borrowed(role),
+        name: Cow::Borrowed(label),
+        value: None,
+        states: Vec::new(),
+    };
+    for item in attrs.into_iter().flat_map(|a| a.split(", ")).map(str::trim) {
+        match item.strip_prefix("value=") {
+            Some(v) => control.value = Some(Cow::Borrowed(v)),
+            None if !item.is_empty() => control.states.push(Cow::Borrowed(item)),
+            None => {}
+        }
+    }
+    control.states.sort();
+    obs.refs.push(ElementRef {
+        id: Cow::Borrowed(id),
+        role: Cow::Borrowed(role),
+        name: Cow::Borrowed(label),
+    });
+    obs.controls.push(control);
+}
+
+/// Splits a trailing `(key=value, ...)` group off a label. A group that does not look like
+/// attributes stays in the label: `Subscribe (free)`.
+fn split_attrs(label: &str) -> (&str, Option<&str>) {
+    let Some(inner_end) = label.len().checked_sub(1).filter(|_| label.ends_with(')')) else {
+        return (label, None);
+    };
+    let open = match label.rfind(" (") {
+        Some(i) => i + 1,
+        None if label.starts_with('(') => 0,
+        None => return (label, None),
+    };
+    let inner = label.get(open + 1..inner_end).unwrap_or("");
+    if inner.is_empty() || !inner.split(", ").all(is_attr) {
+        return (label, None);
+    }
+    (label.get(..open).unwrap_or("").trim_end(), Some(inner))
+}
+
+fn is_attr(item: &str) -> bool {
+    let item = item.trim();
+    match item.split_once('=') {
+        Some((key, _)) => {
+            !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        }
+        None => STATE_WORDS.contains(&item),
+    }
+}

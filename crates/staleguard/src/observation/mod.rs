@@ -1,0 +1,134 @@
+//! Observation formats: one detector per format behind [`ObservationFormat`].
+//!
+//! A detector decides from the text's line structure whether a browser result is an
+//! observation (a page tree with actionable refs), a page report (URL and title, no tree),
+//! or neither, and parses it into an [`Observation`]. Strings borrow from the result text
+//! wherever they can, because projection parses every browser result of a request.
+
+use std::borrow::Cow;
+
+pub mod agent_browser;
+pub mod ankita;
+pub mod aria;
+mod pw_common;
+pub mod pw_legacy;
+pub mod pw_page;
+pub mod pw_page_state;
+
+/// What a browser result carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeKind {
+    /// A complete page tree with actionable refs.
+    Full,
+    /// An incremental diff (`- <changed> ...`, `- ref=e4 [unchanged]`) against the last full
+    /// tree of the same document.
+    Diff,
+    /// The page is named (URL, title) but no tree is inline, e.g. a file-linked snapshot.
+    Report,
+}
+
+/// A browser tab as listed by the observation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tab<'a> {
+    /// Index as the server prints it (0- or 1-based, depending on the server).
+    pub index: u32,
+    pub title: Cow<'a, str>,
+    pub url: Cow<'a, str>,
+    pub current: bool,
+}
+
+/// An actionable ref and the element it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementRef<'a> {
+    /// The ref as the model must send it back (`e12`, `f1e3`, `1-0-4`, `33`).
+    pub id: Cow<'a, str>,
+    pub role: Cow<'a, str>,
+    pub name: Cow<'a, str>,
+}
+
+/// An interactive element with its state, independent of its ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Control<'a> {
+    pub role: Cow<'a, str>,
+    pub name: Cow<'a, str>,
+    pub value: Option<Cow<'a, str>>,
+    /// States such as `checked`, `disabled`, `expanded`, `selected`, sorted, without focus
+    /// (`active`) or cursor hints.
+    pub states: Vec<Cow<'a, str>>,
+}
+
+/// A parsed browser observation or page report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation<'a> {
+    /// Name of the format that recognised the text (see [`ObservationFormat::name`]).
+    pub format: &'static str,
+    pub kind: TreeKind,
+    pub url: Option<Cow<'a, str>>,
+    pub title: Option<Cow<'a, str>>,
+    pub tabs: Vec<Tab<'a>>,
+    /// The action that produced the observation (`Ran Playwright code`, the text before
+    /// `Current snapshot:`), trimmed.
+    pub action: Option<Cow<'a, str>>,
+    pub refs: Vec<ElementRef<'a>>,
+    pub controls: Vec<Control<'a>>,
+    /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
+    pub chunks: Vec<Cow<'a, str>>,
+    /// Images that arrived inside the text (rare; image parts are counted by the adapter).
+    pub images: usize,
+    /// Document identity where the format has one (the Playwright frame prefix `f3`, a
+    /// seed-format observation ID).
+    pub document: Option<Cow<'a, str>>,
+}
+
+impl<'a> Observation<'a> {
+    /// An empty observation of `format` and `kind`; detectors fill in the rest.
+    pub fn new(format: &'static str, kind: TreeKind) -> Self {
+        Observation {
+            format,
+            kind,
+            url: None,
+            title: None,
+            tabs: Vec::new(),
+            action: None,
+            refs: Vec::new(),
+            controls: Vec::new(),
+            chunks: Vec::new(),
+            images: 0,
+            document: None,
+        }
+    }
+
+    /// True when the result carries actionable refs (a full tree or a diff).
+    pub fn is_observation(&self) -> bool {
+        self.kind != TreeKind::Report && !self.refs.is_empty()
+    }
+
+    /// The current tab, when tabs are listed.
+    pub fn current_tab(&self) -> Option<&Tab<'a>> {
+        self.tabs.iter().find(|t| t.current)
+    }
+}
+
+/// One observation format. Adding a format means adding an implementation to [`FORMATS`];
+/// projection does not change.
+pub trait ObservationFormat: Sync {
+    /// Short stable name, e.g. `playwright-mcp-0.0.57`.
+    fn name(&self) -> &'static str;
+    /// Parses `text` if it is in this format: an observation or a page report.
+    /// Returns `None` when the text is not this format, or names no page at all.
+    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>>;
+}
+
+/// Every supported format, most specific first.
+pub static FORMATS: &[&dyn ObservationFormat] = &[
+    &pw_page::PlaywrightPage,
+    &pw_page_state::PlaywrightPageState,
+    &pw_legacy::PlaywrightLegacy,
+    &ankita::Ankita,
+    &agent_browser::AgentBrowser,
+];
+
+/// Parses `text` with the first format that recognises it.
+pub fn parse(text: &str) -> Option<Observation<'_>> {
+    FORMATS.iter().find_map(|f| f.parse(text))
+}

@@ -1,0 +1,317 @@
+//! Structure shared by the Playwright MCP eras: `###` sections, page lines, tab lists and
+//! fenced code and snapshot blocks. One pass over the lines collects everything; each era's
+//! detector then checks its own markers and builds the observation.
+
+use std::borrow::Cow;
+
+use memchr::memmem;
+
+use super::aria::{self, lines};
+use super::{Observation, Tab, TreeKind};
+
+pub(super) const H_RAN_CODE: u16 = 1;
+pub(super) const H_OPEN_TABS: u16 = 1 << 1;
+pub(super) const H_PAGE: u16 = 1 << 2;
+pub(super) const H_PAGE_STATE: u16 = 1 << 3;
+pub(super) const H_CURRENT_TAB: u16 = 1 << 4;
+pub(super) const H_SNAPSHOT: u16 = 1 << 5;
+pub(super) const H_RESULT: u16 = 1 << 6;
+pub(super) const H_ERROR: u16 = 1 << 7;
+pub(super) const H_OTHER: u16 = 1 << 8;
+
+/// What one pass over a Playwright MCP result found.
+#[derive(Debug, Default)]
+pub(super) struct Scan<'a> {
+    /// `H_*` flags of the `### ` headings seen at line start, outside fences.
+    pub headings: u16,
+    /// A `- Page URL:`, `- Page Title:` or `- Page Snapshot` line was seen.
+    pub page_lines: bool,
+    pub url: Option<&'a str>,
+    pub title: Option<&'a str>,
+    /// The code under "Ran Playwright code", fences removed, not yet trimmed.
+    pub code: Option<&'a str>,
+    pub tabs: Vec<Tab<'a>>,
+    /// The inline ```yaml snapshot, up to the closing fence or the end of the text.
+    pub tree: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Top,
+    Code,
+    Tabs,
+    Page,
+    Snapshot,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fence {
+    Code,
+    Tree,
+    Other,
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    scan: Scan<'a>,
+    section: Section,
+    fence: Option<Fence>,
+    /// Start of the open fence's content: the start of the line after the opening fence.
+    fence_start: Option<usize>,
+    /// A `- Page Snapshot` line was seen: the next ```yaml fence is the tree.
+    want_tree: bool,
+    /// A `- Ran Playwright code:` line was seen (legacy): the next fence is the code.
+    want_code: bool,
+    /// Unfenced code lines under `### Ran Playwright code` (0.0.56): first start, last end.
+    bare_code: Option<(usize, usize)>,
+}
+
+/// Scans `text` once.
+pub(super) fn scan(text: &str) -> Scan<'_> {
+    let mut s = Scanner {
+        text,
+        scan: Scan::default(),
+        section: Section::Top,
+        fence: None,
+        fence_start: None,
+        want_tree: false,
+        want_code: false,
+        bare_code: None,
+    };
+    for line in lines(text) {
+        s.line(line.start, line.text);
+    }
+    s.finish()
+}
+
+impl<'a> Scanner<'a> {
+    fn line(&mut self, start: usize, line: &'a str) {
+        if let Some(kind) = self.fence {
+            self.fence_start.get_or_insert(start);
+            if line.trim_end() == "```" {
+                self.close_fence(kind, self.text.get(self.fence_start.unwrap_or(start)..start));
+            }
+            return;
+        }
+        if let Some(lang) = line.strip_prefix("```") {
+            self.open_fence(lang.trim());
+        } else if let Some(h) = line.strip_prefix("### ") {
+            self.heading(h.trim());
+        } else {
+            match self.section {
+                Section::Code => self.code_line(start, line),
+                Section::Tabs => self.scan.tabs.extend(parse_tab(line)),
+                Section::Top | Section::Page => self.page_line(line),
+                Section::Snapshot | Section::Other => {}
+            }
+        }
+    }
+
+    fn open_fence(&mut self, lang: &str) {
+        let want_tree = self.scan.tree.is_none() && (self.want_tree || self.section == Section::Snapshot);
+        let kind = if lang == "yaml" && want_tree {
+            Fence::Tree
+        } else if self.want_code || self.section == Section::Code {
+            Fence::Code
+        } else {
+            Fence::Other
+        };
+        self.want_code = false;
+        self.fence = Some(kind);
+        self.fence_start = None;
+    }
+
+    fn close_fence(&mut self, kind: Fence, content: Option<&'a str>) {
+        match kind {
+            Fence::Tree => {
+                self.scan.tree = content;
+                self.want_tree = false;
+            }
+            Fence::Code => self.scan.code = self.scan.code.or(content),
+            Fence::Other => {}
+        }
+        self.fence = None;
+    }
+
+    fn heading(&mut self, h: &str) {
+        let (flag, section) = match h {
+            "Ran Playwright code" => (H_RAN_CODE, Section::Code),
+            "Open tabs" => (H_OPEN_TABS, Section::Tabs),
+            "Page" => (H_PAGE, Section::Page),
+            "Page state" => (H_PAGE_STATE, Section::Page),
+            "Current tab" => (H_CURRENT_TAB, Section::Page),
+            "Snapshot" => (H_SNAPSHOT, Section::Snapshot),
+            "Result" => (H_RESULT, Section::Other),
+            "Error" => (H_ERROR, Section::Other),
+            _ => (H_OTHER, Section::Other),
+        };
+        self.scan.headings |= flag;
+        self.section = section;
+        self.want_tree = false;
+        self.want_code = false;
+    }
+
+    fn code_line(&mut self, start: usize, line: &str) {
+        if !line.trim().is_empty() {
+            let first = self.bare_code.map_or(start, |(a, _)| a);
+            self.bare_code = Some((first, start + line.len()));
+        }
+    }
+
+    fn page_line(&mut self, line: &'a str) {
+        if let Some(v) = line.strip_prefix("- Page URL:") {
+            self.scan.url = self.scan.url.or(non_empty(v));
+        } else if let Some(v) = line.strip_prefix("- Page Title:") {
+            self.scan.title = self.scan.title.or(non_empty(v));
+        } else if line.starts_with("- Page Snapshot") {
+            self.want_tree = true;
+        } else {
+            if line.starts_with("- Ran Playwright code") {
+                self.want_code = true;
+            }
+            return;
+        }
+        self.scan.page_lines = true;
+    }
+
+    fn finish(mut self) -> Scan<'a> {
+        if let Some(kind) = self.fence {
+            // A truncated block: keep what is there.
+            let rest = self.text.get(self.fence_start.unwrap_or(self.text.len())..);
+            self.close_fence(kind, rest);
+        }
+        if self.scan.code.is_none() {
+            self.scan.code = self.bare_code.and_then(|(a, b)| self.text.get(a..b));
+        }
+        self.scan
+    }
+}
+
+fn non_empty(v: &str) -> Option<&str> {
+    Some(v.trim()).filter(|v| !v.is_empty())
+}
+
+/// Parses a tab line: `- 1: (current) [Title] (url)` (up to 0.0.56) or
+/// `- 0: (current) [Title](url)` (0.0.57 on).
+pub(super) fn parse_tab(line: &str) -> Option<Tab<'_>> {
+    let rest = line.strip_prefix("- ")?;
+    let (index, rest) = rest.split_once(": ")?;
+    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let index = index.parse().ok()?;
+    let (current, rest) = match rest.strip_prefix("(current) ") {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let body = rest.strip_prefix('[')?.strip_suffix(')')?;
+    // The separator is the last `](` or `] (`: titles may contain brackets, URLs rarely do.
+    let spaced = body.rfind("] (").map(|i| (i, i + 3));
+    let tight = body.rfind("](").map(|i| (i, i + 2));
+    let (title_end, url_start) = match (spaced, tight) {
+        (Some(s), Some(t)) => Some(if s.0 > t.0 { s } else { t }),
+        (s, t) => s.or(t),
+    }?;
+    Some(Tab {
+        index,
+        title: Cow::Borrowed(body.get(..title_end)?),
+        url: Cow::Borrowed(body.get(url_start..)?),
+        current,
+    })
+}
+
+/// True when `heading` (e.g. `### Page`) stands alone on a line of `text`. A cheap filter
+/// before the full scan.
+pub(super) fn has_heading(text: &str, heading: &str) -> bool {
+    let bytes = text.as_bytes();
+    memmem::find_iter(bytes, heading.as_bytes()).any(|at| {
+        let starts_line = at == 0 || bytes.get(at - 1) == Some(&b'\n');
+        let end = at + heading.len();
+        starts_line && matches!(bytes.get(end), None | Some(b'\n' | b'\r'))
+    })
+}
+
+/// True when `text` contains `needle` anywhere.
+pub(super) fn contains(text: &str, needle: &str) -> bool {
+    memmem::find(text.as_bytes(), needle.as_bytes()).is_some()
+}
+
+/// Length of the frame prefix of a ref like `f3e7` (`f3`); `None` for `e7` and others.
+pub(super) fn frame_prefix_len(id: &str) -> Option<usize> {
+    let b = id.as_bytes();
+    if b.first() != Some(&b'f') {
+        return None;
+    }
+    let digits = b.get(1..)?.iter().take_while(|c| c.is_ascii_digit()).count();
+    let tail = b.get(digits + 2..)?;
+    let ok = digits > 0 && b.get(digits + 1) == Some(&b'e') && !tail.is_empty();
+    (ok && tail.iter().all(u8::is_ascii_digit)).then_some(digits + 1)
+}
+
+/// Document identity: the main-frame prefix of the first ref (`f3` for `f3e1`). Playwright
+/// MCP from 0.0.57 on gives every new document of a tab a new prefix.
+pub(super) fn document_of<'a>(obs: &Observation<'a>) -> Option<Cow<'a, str>> {
+    let id = &obs.refs.first()?.id;
+    let n = frame_prefix_len(id)?;
+    Some(match id {
+        Cow::Borrowed(s) => Cow::Borrowed(s.get(..n)?),
+        Cow::Owned(s) => Cow::Owned(s.get(..n)?.to_owned()),
+    })
+}
+
+/// Builds the observation or page report from a scan. `None` when the result names no page
+/// (code only, a tab list only, an error): it is not a page report.
+pub(super) fn build<'a>(format: &'static str, scan: Scan<'a>) -> Option<Observation<'a>> {
+    if scan.url.is_none() && scan.title.is_none() && scan.tree.is_none() {
+        return None;
+    }
+    let mut obs = Observation::new(format, TreeKind::Report);
+    if let Some(tree) = scan.tree {
+        let stats = aria::parse_tree(tree, &mut obs);
+        obs.kind = if stats.diff { TreeKind::Diff } else { TreeKind::Full };
+        obs.document = document_of(&obs);
+    }
+    obs.url = scan.url.map(Cow::Borrowed);
+    obs.title = scan.title.map(Cow::Borrowed);
+    obs.action = scan.code.and_then(non_empty).map(Cow::Borrowed);
+    obs.tabs = scan.tabs;
+    Some(obs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tabs_both_styles() {
+        let t = parse_tab("- 1: (current) [Links [new] (x)] (http://a.test/x)").unwrap();
+        assert_eq!((t.index, t.current), (1, true));
+        assert_eq!(t.title, "Links [new] (x)");
+        assert_eq!(t.url, "http://a.test/x");
+        let t = parse_tab("- 0: [Northwind H2 datasheet](http://127.0.0.1:8431/tabs/datasheet.html)").unwrap();
+        assert_eq!((t.index, t.current), (0, false));
+        assert_eq!(t.title, "Northwind H2 datasheet");
+        for bad in ["- x: [a](b)", "- : [a](b)", "- +1: [a](b)", "- 1: a](b)", "- 1: [a]", "- 99999999999: [a](b)"] {
+            assert!(parse_tab(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn frame_prefixes() {
+        assert_eq!(frame_prefix_len("f3e7"), Some(2));
+        assert_eq!(frame_prefix_len("f12e1"), Some(3));
+        for id in ["e7", "f", "fe1", "f1", "f1e", "f1ex", "s1e2", "f1e2x"] {
+            assert_eq!(frame_prefix_len(id), None, "{id}");
+        }
+    }
+
+    #[test]
+    fn heading_filter() {
+        assert!(has_heading("### Page\n- Page URL: x", "### Page"));
+        assert!(has_heading("x\r\n### Page\r\n", "### Page"));
+        assert!(has_heading("x\n### Page", "### Page"));
+        assert!(!has_heading("### Page state\n", "### Page"));
+        assert!(!has_heading("- text: ### Page\n", "### Page"));
+    }
+}

@@ -1,0 +1,91 @@
+//! The provider-neutral view of a transcript.
+//!
+//! Adapters read a request body into a [`Transcript`]: tool calls, tool results and
+//! message text in order, with the wire format's IDs. Projection, evidence and progress
+//! see only this view; the adapter writes their edits back into the body.
+
+use std::borrow::Cow;
+
+/// One thing in a transcript, in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item<'a> {
+    /// A tool call made by the model.
+    Call(ToolCall<'a>),
+    /// The result of a tool call.
+    Result(ToolResult<'a>),
+    /// Text of a user or assistant message.
+    Text { role: Role, text: Cow<'a, str> },
+    /// Anything the adapter does not interpret (kept byte for byte).
+    Other,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+}
+
+/// A tool call: ID, tool name and its arguments as JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall<'a> {
+    pub id: Cow<'a, str>,
+    pub name: Cow<'a, str>,
+    pub arguments: Cow<'a, str>,
+    /// Index of the message or item that carries the call.
+    pub message: usize,
+}
+
+/// A tool result: the call ID it answers and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult<'a> {
+    /// The call ID it answers; `None` when the wire format gave none.
+    pub call_id: Option<Cow<'a, str>>,
+    /// The result's text parts, joined with `\n`.
+    pub text: Cow<'a, str>,
+    /// The wire format flagged it as an error (`is_error`, `isError`).
+    pub is_error: bool,
+    /// Image parts (screenshots) carried beside the text.
+    pub images: usize,
+    /// Index of the message or item that carries the result.
+    pub message: usize,
+}
+
+/// A transcript in request order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transcript<'a> {
+    pub items: Vec<Item<'a>>,
+}
+
+impl<'a> Transcript<'a> {
+    /// For every item, the index of the call a result answers: the nearest call with the
+    /// same ID before it. IDs that repeat across the request resolve locally, never by a
+    /// global set. `None` for orphans and for items that are not results.
+    pub fn pair_calls(&self) -> Vec<Option<usize>> {
+        let mut latest: std::collections::HashMap<&str, usize> = Default::default();
+        let mut pairs = Vec::with_capacity(self.items.len());
+        for (i, item) in self.items.iter().enumerate() {
+            match item {
+                Item::Call(call) => {
+                    latest.insert(call.id.as_ref(), i);
+                    pairs.push(None);
+                }
+                Item::Result(result) => {
+                    let call = result.call_id.as_deref().and_then(|id| latest.get(id).copied());
+                    pairs.push(call);
+                }
+                _ => pairs.push(None),
+            }
+        }
+        pairs
+    }
+
+    /// The call at `index`, if it is one.
+    pub fn call(&self, index: usize) -> Option<&ToolCall<'a>> {
+        match self.items.get(index) {
+            Some(Item::Call(call)) => Some(call),
+            _ => None,
+        }
+    }
+}
