@@ -86,3 +86,110 @@ fn header<'a>(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// agent-browser's native renderer: attributes in one bracket, JSON-quoted names,
+    /// cursor hints after the bracket, values unquoted.
+    const NATIVE: &str = r#"- heading "Example Domain" [level=1, ref=e1]
+- StaticText "This domain is for use in illustrative examples."
+- link "More information..." [ref=e2]
+- textbox "Email" [required, ref=e3]: ada@example.com
+- checkbox "Remember me" [checked=true, ref=e4]
+- generic "Card" [ref=e5] clickable [cursor:pointer, onclick]
+- button "Submit" [disabled, ref=e6]"#;
+
+    /// The earlier TypeScript renderer: Playwright's aria tree with ` [ref=eN]` inserted after
+    /// the name, so the ref comes before the other brackets.
+    const TS: &str = r#"- heading "Example Domain" [ref=e1] [level=1]
+- paragraph: Some text content
+- button "Submit" [ref=e2]
+- button "Submit" [ref=e3] [nth=1]
+- textbox "Email" [ref=e4]"#;
+
+    fn parse(text: &str) -> Option<Observation<'_>> {
+        AgentBrowser.parse(text)
+    }
+
+    #[test]
+    fn native_tree() {
+        let obs = parse(NATIVE).unwrap();
+        assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
+        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        assert_eq!(
+            refs,
+            [
+                ("e1", "heading", "Example Domain"),
+                ("e2", "link", "More information..."),
+                ("e3", "textbox", "Email"),
+                ("e4", "checkbox", "Remember me"),
+                ("e5", "generic", "Card"),
+                ("e6", "button", "Submit"),
+            ]
+        );
+        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.role, c.value.as_deref(), c.states.clone())).collect();
+        assert_eq!(
+            c,
+            [
+                ("link", None, vec![]),
+                ("textbox", Some("ada@example.com"), vec![Cow::Borrowed("required")]),
+                ("checkbox", None, vec!["checked=true".into()]),
+                ("button", None, vec!["disabled".into()]),
+            ]
+        );
+        assert_eq!(obs.chunks, ["Example Domain", "This domain is for use in illustrative examples."]);
+        assert_eq!((obs.url, obs.title, obs.action, obs.document), (None, None, None, None));
+    }
+
+    #[test]
+    fn typescript_tree() {
+        let obs = parse(TS).unwrap();
+        let ids: Vec<_> = obs.refs.iter().map(|r| &*r.id).collect();
+        assert_eq!(ids, ["e1", "e2", "e3", "e4"]);
+        assert!(obs.controls.iter().all(|c| c.states.is_empty()), "nth is no state");
+        assert_eq!(obs.chunks, ["Example Domain", "Some text content"]);
+    }
+
+    #[test]
+    fn page_lines() {
+        let bounded = format!(
+            "--- AGENT_BROWSER_PAGE_CONTENT nonce=0a1b origin=https://example.com ---\n{NATIVE}\n--- END_AGENT_BROWSER_PAGE_CONTENT nonce=0a1b ---\n"
+        );
+        let obs = parse(&bounded).unwrap();
+        assert_eq!(obs.url.as_deref(), Some("https://example.com"));
+        assert_eq!(obs.refs.len(), 6);
+        let titled = format!("Page: Example Site - Home\nURL: https://example.com/\n\n{TS}");
+        let obs = parse(&titled).unwrap();
+        assert_eq!(obs.title.as_deref(), Some("Example Site - Home"));
+        assert_eq!(obs.url.as_deref(), Some("https://example.com/"));
+        let unknown = format!("--- AGENT_BROWSER_PAGE_CONTENT nonce=1 origin=unknown ---\n{TS}");
+        assert_eq!(parse(&unknown).unwrap().url, None);
+    }
+
+    #[test]
+    fn leaves_other_formats_alone() {
+        let playwright = "### Page\n- Page URL: http://x.test/\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```";
+        let legacy = "- Page URL: http://x.test/\n- Page Title: X\n- Page Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```";
+        let pw_bare_heading = "- button \"Buy\" [ref=e1]\n### Result\nok";
+        let ankita = "Current snapshot:\n# X — http://x.test/\n- [ref=1-0-1] button Buy";
+        let prose = "The page said:\n- button \"Buy\" [ref=e1]";
+        let quoted = "- paragraph: see [ref=e99] here\n- text: \"[ref=e5]\"";
+        for text in ["", "(empty page)", "(no interactive elements)", playwright, legacy, pw_bare_heading, ankita, prose, quoted] {
+            assert!(parse(text).is_none(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn diff_markers() {
+        let obs = parse("- <changed> generic [ref=e1]:\n  - ref=e2 [unchanged]").unwrap();
+        assert_eq!(obs.kind, TreeKind::Diff);
+        assert_eq!(obs.refs.len(), 2);
+    }
+
+    #[test]
+    fn snapshot() {
+        insta::assert_debug_snapshot!(parse(NATIVE));
+    }
+}

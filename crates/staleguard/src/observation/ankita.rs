@@ -158,3 +158,128 @@ fn is_attr(item: &str) -> bool {
         None => STATE_WORDS.contains(&item),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fixtures/ankita/order.openai.json, call_2.
+    const FILLED: &str = "Filled 3 fields.
+Current snapshot:
+# Order a widget — https://shop.example/order
+- [ref=1-0-21] textbox Name (type=text, value=Ada)
+- [ref=1-0-22] spinbutton Quantity (type=number, value=2)
+- [ref=1-0-23] combobox Colour (value=Blue)
+- [ref=1-0-24] button Review order
+Visible page text (not action refs): Order a widget. Price: $19.99 per widget.
+Observation: 00000000-0000-4000-8000-000000000002
+[UNVERIFIED: side effect needs a read-back check before claiming success. Do not claim success; run a read-back check or report the limitation.]";
+
+    /// call_3: a partial batch; the failed step after the observation is not page data.
+    const BATCH: &str = "1. click complete.
+Current snapshot:
+# Confirm order — https://shop.example/confirm
+- [ref=1-0-01] button Place order
+- [ref=1-0-02] link Edit order
+Visible page text (not action refs): Confirm your order. Order total: $39.98 for 2 x Blue.
+Observation: 00000000-0000-4000-8000-000000000003
+2. Error: stale target 1-0-99. Batch stopped.
+[UNVERIFIED: side effect needs a read-back check before claiming success. Do not claim success; run a read-back check or report the limitation.]";
+
+    /// call_4: a snapshot without a receipt.
+    const SNAPSHOT: &str = "Current snapshot:
+# Confirm order — https://shop.example/confirm
+- [ref=1-0-31] button Place order
+- [ref=1-0-32] link Edit order
+Visible page text (not action refs): Confirm your order. Order total: $39.98 for 2 x Blue.
+Observation: 00000000-0000-4000-8000-000000000003";
+
+    fn parse(text: &str) -> Option<Observation<'_>> {
+        Ankita.parse(text)
+    }
+
+    #[test]
+    fn filled_form() {
+        let obs = parse(FILLED).unwrap();
+        assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
+        assert_eq!(obs.action.as_deref(), Some("Filled 3 fields."));
+        assert_eq!(obs.title.as_deref(), Some("Order a widget"));
+        assert_eq!(obs.url.as_deref(), Some("https://shop.example/order"));
+        assert_eq!(obs.document.as_deref(), Some("00000000-0000-4000-8000-000000000002"));
+        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        assert_eq!(
+            refs,
+            [
+                ("1-0-21", "textbox", "Name"),
+                ("1-0-22", "spinbutton", "Quantity"),
+                ("1-0-23", "combobox", "Colour"),
+                ("1-0-24", "button", "Review order"),
+            ]
+        );
+        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.name, c.value.as_deref(), c.states.clone())).collect();
+        assert_eq!(
+            c,
+            [
+                ("Name", Some("Ada"), vec![Cow::Borrowed("type=text")]),
+                ("Quantity", Some("2"), vec!["type=number".into()]),
+                ("Colour", Some("Blue"), vec![]),
+                ("Review order", None, vec![]),
+            ]
+        );
+        assert_eq!(obs.chunks, ["Order a widget. Price: $19.99 per widget."]);
+        assert!(obs.tabs.is_empty());
+        assert_eq!(obs.images, 0);
+    }
+
+    #[test]
+    fn batch_and_plain_snapshot() {
+        let obs = parse(BATCH).unwrap();
+        assert_eq!(obs.action.as_deref(), Some("1. click complete."));
+        assert_eq!(obs.refs.len(), 2);
+        assert_eq!(obs.chunks, ["Confirm your order. Order total: $39.98 for 2 x Blue."]);
+        let obs = parse(SNAPSHOT).unwrap();
+        assert_eq!(obs.action, None);
+        assert_eq!(obs.refs[0].id, "1-0-31");
+        let crlf = SNAPSHOT.replace('\n', "\r\n");
+        assert_eq!(parse(&crlf), Some(obs));
+    }
+
+    #[test]
+    fn not_an_observation() {
+        let read_back = "Page text observation 00000000-0000-4000-8000-000000000005\nSource: https://shop.example/confirm; frame=main; range=0:52\nConfirm your order. Order total: $39.98 for 2 x Blue.";
+        let notes = "notes.md\n- [ref=1-0-31] was the Place order button";
+        let no_header = "Current snapshot:\n- [ref=1-0-31] button Place order";
+        for text in ["", read_back, notes, no_header, "Current snapshot:", "Current snapshot:\n\n"] {
+            assert!(parse(text).is_none(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn hostile_lines() {
+        let text = "Current snapshot:\n# Q&A — part 2 — https://x.test/a?b=c\n- [ref=9-9-1] button Subscribe (free)\n- [ref=bad ref] button X\n- [ref=9-9-2] checkbox Terms (checked, required)\n- [ref=9-9-3] textbox (type=email)\n- [ref=9-9-4]\nVisible page text (not action refs): It’s 20 °C,\nsee [ref=1-0-5] here.\n[verified: URL]\nObservation: ";
+        let obs = parse(text).unwrap();
+        assert_eq!(obs.title.as_deref(), Some("Q&A — part 2"));
+        assert_eq!(obs.url.as_deref(), Some("https://x.test/a?b=c"));
+        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        assert_eq!(
+            refs,
+            [
+                ("9-9-1", "button", "Subscribe (free)"),
+                ("9-9-2", "checkbox", "Terms"),
+                ("9-9-3", "textbox", ""),
+                ("9-9-4", "", ""),
+            ]
+        );
+        assert_eq!(obs.controls[1].states, ["checked", "required"]);
+        assert_eq!(obs.controls[2].states, ["type=email"]);
+        assert_eq!(obs.chunks, ["It’s 20 °C,\nsee [ref=1-0-5] here."]);
+        assert_eq!(obs.document, None);
+        let no_url = parse("Current snapshot:\n# Just a title\n- [ref=1] link A").unwrap();
+        assert_eq!((no_url.title.as_deref(), no_url.url), (Some("Just a title"), None));
+    }
+
+    #[test]
+    fn snapshot() {
+        insta::assert_debug_snapshot!(parse(FILLED));
+    }
+}

@@ -192,6 +192,16 @@ fn non_empty(v: &str) -> Option<&str> {
     Some(v.trim()).filter(|v| !v.is_empty())
 }
 
+/// Borrows `s` unless it has CRLF line breaks, which are normalised so that the same action
+/// reads the same whatever the transport did to line endings.
+fn lf_lines(s: &str) -> Cow<'_, str> {
+    if s.contains('\r') {
+        Cow::Owned(s.replace("\r\n", "\n"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
 /// Parses a tab line: `- 1: (current) [Title] (url)` (up to 0.0.56) or
 /// `- 0: (current) [Title](url)` (0.0.57 on).
 pub(super) fn parse_tab(line: &str) -> Option<Tab<'_>> {
@@ -249,11 +259,20 @@ pub(super) fn frame_prefix_len(id: &str) -> Option<usize> {
     (ok && tail.iter().all(u8::is_ascii_digit)).then_some(digits + 1)
 }
 
-/// Document identity: the main-frame prefix of the first ref (`f3` for `f3e1`). Playwright
-/// MCP from 0.0.57 on gives every new document of a tab a new prefix.
+/// Document identity for Playwright MCP 0.0.57 on, which gives every new document of a tab a
+/// new frame prefix (`f3e1`) and each iframe the next one. The main frame's prefix is the
+/// lowest in the tree: in a full tree that is the first ref's. An unprefixed ref (`e1`) means
+/// the tab's first document, which has no identity beyond its URL.
 pub(super) fn document_of<'a>(obs: &Observation<'a>) -> Option<Cow<'a, str>> {
-    let id = &obs.refs.first()?.id;
-    let n = frame_prefix_len(id)?;
+    let mut best: Option<(u64, &Cow<'a, str>, usize)> = None;
+    for r in &obs.refs {
+        let n = frame_prefix_len(&r.id)?;
+        let num = r.id.get(1..n)?.parse::<u64>().ok()?;
+        if best.map_or(true, |(b, _, _)| num < b) {
+            best = Some((num, &r.id, n));
+        }
+    }
+    let (_, id, n) = best?;
     Some(match id {
         Cow::Borrowed(s) => Cow::Borrowed(s.get(..n)?),
         Cow::Owned(s) => Cow::Owned(s.get(..n)?.to_owned()),
@@ -261,8 +280,13 @@ pub(super) fn document_of<'a>(obs: &Observation<'a>) -> Option<Cow<'a, str>> {
 }
 
 /// Builds the observation or page report from a scan. `None` when the result names no page
-/// (code only, a tab list only, an error): it is not a page report.
-pub(super) fn build<'a>(format: &'static str, scan: Scan<'a>) -> Option<Observation<'a>> {
+/// (code only, a tab list only, an error): it is not a page report. `frame_documents` is
+/// set for eras whose frame prefixes name documents; before 0.0.57 `f1e5` is an iframe ref.
+pub(super) fn build<'a>(
+    format: &'static str,
+    scan: Scan<'a>,
+    frame_documents: bool,
+) -> Option<Observation<'a>> {
     if scan.url.is_none() && scan.title.is_none() && scan.tree.is_none() {
         return None;
     }
@@ -270,11 +294,13 @@ pub(super) fn build<'a>(format: &'static str, scan: Scan<'a>) -> Option<Observat
     if let Some(tree) = scan.tree {
         let stats = aria::parse_tree(tree, &mut obs);
         obs.kind = if stats.diff { TreeKind::Diff } else { TreeKind::Full };
-        obs.document = document_of(&obs);
+        if frame_documents {
+            obs.document = document_of(&obs);
+        }
     }
     obs.url = scan.url.map(Cow::Borrowed);
     obs.title = scan.title.map(Cow::Borrowed);
-    obs.action = scan.code.and_then(non_empty).map(Cow::Borrowed);
+    obs.action = scan.code.and_then(non_empty).map(lf_lines);
     obs.tabs = scan.tabs;
     Some(obs)
 }

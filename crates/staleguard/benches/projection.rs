@@ -1,0 +1,130 @@
+//! Projection of a 10 MB request built from real recorded observations, against three
+//! baselines over the same bytes: a serde_json validation pass (`IgnoredAny`), a
+//! `serde_json::Value` parse and serialise, and a plain copy.
+//!
+//! Criterion measures each; then a side-by-side run, interleaved so that machine noise hits
+//! all four alike, prints the ratios.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion, Throughput};
+use serde_json::{json, Value};
+use staleguard::{project_request, Config, RequestFormat};
+
+const TARGET_BYTES: usize = 10 * 1024 * 1024;
+
+/// The recorded sessions, repeated with fresh call IDs until the body reaches 10 MB.
+fn build_request() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let sessions: Vec<Vec<Value>> = ["pwmcp-0.0.41", "pwmcp-0.0.83"]
+        .iter()
+        .flat_map(|v| ["order", "research", "rerender", "invalid_form", "tabs_iframe", "long_page"].map(|s| root.join(v).join(format!("{s}.openai.json"))))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let v: Value = serde_json::from_str(&text).expect("fixture JSON");
+            v["messages"].as_array().cloned().unwrap_or_default()
+        })
+        .collect();
+    let mut messages = vec![json!({"role": "system", "content": "You drive a browser."})];
+    let (mut bytes, mut round) = (0, 0);
+    while bytes < TARGET_BYTES {
+        for session in &sessions {
+            for m in session.iter().filter(|m| m["role"] != "system") {
+                let mut m = m.clone();
+                renumber(&mut m, round);
+                bytes += m.to_string().len();
+                messages.push(m);
+            }
+        }
+        round += 1;
+    }
+    json!({"model": "gpt-4.1", "messages": messages}).to_string()
+}
+
+fn renumber(m: &mut Value, round: usize) {
+    if let Some(id) = m["tool_call_id"].as_str() {
+        m["tool_call_id"] = format!("r{round}_{id}").into();
+    }
+    if let Some(calls) = m["tool_calls"].as_array_mut() {
+        for c in calls {
+            if let Some(id) = c["id"].as_str() {
+                c["id"] = format!("r{round}_{id}").into();
+            }
+        }
+    }
+}
+
+fn config() -> Config {
+    Config { browser_history_compaction: true, ..Config::default() }
+}
+
+fn project(body: &str) -> usize {
+    project_request(body, RequestFormat::OpenAiChat, &config()).map(|p| p.body.len()).unwrap_or(0)
+}
+
+fn validate(body: &str) -> usize {
+    serde_json::from_str::<serde::de::IgnoredAny>(body).map(|_| body.len()).unwrap_or(0)
+}
+
+fn value_round_trip(body: &str) -> usize {
+    serde_json::from_str::<Value>(body).map(|v| v.to_string().len()).unwrap_or(0)
+}
+
+fn copy(body: &str) -> usize {
+    body.to_string().len()
+}
+
+fn bench(c: &mut Criterion) {
+    let body = build_request();
+    let mut group = c.benchmark_group("10MB");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.sample_size(20).measurement_time(Duration::from_secs(4));
+    group.bench_function("project", |b| b.iter(|| project(black_box(&body))));
+    group.bench_function("validate_ignored_any", |b| b.iter(|| validate(black_box(&body))));
+    group.bench_function("value_round_trip", |b| b.iter(|| value_round_trip(black_box(&body))));
+    group.bench_function("copy", |b| b.iter(|| copy(black_box(&body))));
+    group.finish();
+}
+
+/// Median seconds of each function, measured interleaved in one run.
+fn side_by_side(body: &str, rounds: usize) -> [f64; 4] {
+    let fns: [fn(&str) -> usize; 4] = [project, validate, value_round_trip, copy];
+    let mut samples: [Vec<f64>; 4] = Default::default();
+    for _ in 0..rounds {
+        for (f, s) in fns.iter().zip(samples.iter_mut()) {
+            let t = Instant::now();
+            black_box(f(black_box(body)));
+            s.push(t.elapsed().as_secs_f64());
+        }
+    }
+    samples.map(|mut s| {
+        s.sort_by(f64::total_cmp);
+        s[s.len() / 2]
+    })
+}
+
+fn ratios() {
+    let body = build_request();
+    let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
+    let results = projected.report.results.len();
+    let [p, v, r, c] = side_by_side(&body, 31);
+    println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
+        body.len(), projected.report.collapsed(), body.len(), projected.body.len());
+    println!("  project          {:>8.2} ms", p * 1e3);
+    println!("  validate         {:>8.2} ms   project / validate = {:.2}", v * 1e3, p / v);
+    println!("  Value round trip {:>8.2} ms   project / Value    = {:.2}", r * 1e3, p / r);
+    println!("  copy             {:>8.2} ms   project / copy     = {:.2}", c * 1e3, p / c);
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    // `cargo bench -- --ratios-only` skips criterion's long runs.
+    if !std::env::args().any(|a| a == "--ratios-only") {
+        benches();
+        Criterion::default().configure_from_args().final_summary();
+    }
+    ratios();
+}

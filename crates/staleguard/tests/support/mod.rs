@@ -1,0 +1,147 @@
+//! Shared test support: fixture discovery and the SPEC 2 invariant checker.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use staleguard::{project_request, Config, Projected, RequestFormat, Status};
+
+/// `../shared/fixtures` beside the repository. Tests that need it fail loudly without it.
+pub fn shared_fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
+    dir
+}
+
+/// Fixtures recorded into this repository (`fixtures/`).
+pub fn repo_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Every OpenAI Chat fixture: shared 0.0.41, 0.0.83 and the seed format, plus the
+/// repository's own recordings of 0.0.30 and 0.0.56.
+pub fn openai_fixtures() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let dirs = [
+        shared_fixtures().join("pwmcp-0.0.41"),
+        shared_fixtures().join("pwmcp-0.0.83"),
+        shared_fixtures().join("ankita"),
+        repo_fixtures().join("pwmcp-0.0.30"),
+        repo_fixtures().join("pwmcp-0.0.56"),
+    ];
+    for dir in dirs {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("fixture dir {}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+            .collect();
+        assert!(!found.is_empty(), "no OpenAI fixtures in {}", dir.display());
+        found.sort();
+        files.extend(found);
+    }
+    files
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn on() -> Config {
+    Config { browser_history_compaction: true, ..Config::default() }
+}
+
+pub fn project(body: &str) -> Projected {
+    project_request(body, RequestFormat::OpenAiChat, &on()).expect("projection")
+}
+
+pub fn messages(body: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(body).expect("valid JSON");
+    v["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// Index of the first message of the live page state, if any.
+pub fn live_message(p: &Projected) -> Option<usize> {
+    p.report.results.iter().filter(|r| r.status == Status::Live).map(|r| r.message).min()
+}
+
+/// Checks every SPEC 2 invariant that one projection can show on its own.
+pub fn check_invariants(input: &str, p: &Projected) {
+    let before = messages(input);
+    let after = messages(&p.body);
+    assert_eq!(before.len(), after.len(), "message count");
+    let collapsed: Vec<usize> = p
+        .report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Collapsed && r.bytes_before != r.bytes_after)
+        .map(|r| r.message)
+        .collect();
+    assert_eq!(collapsed.len(), p.report.edits.len(), "one edit per collapsed result");
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        if collapsed.contains(&i) {
+            check_collapsed(b, a);
+        } else {
+            assert_eq!(b, a, "message {i} must be untouched");
+        }
+    }
+    // Key order and every other byte: restoring the old contents gives the input back.
+    let mut restored: Value = serde_json::from_str(&p.body).expect("valid JSON out");
+    for &i in &collapsed {
+        restored["messages"][i]["content"] = before[i]["content"].clone();
+    }
+    let original: Value = serde_json::from_str(input).expect("valid JSON in");
+    assert_eq!(serde_json::to_string(&original).ok(), serde_json::to_string(&restored).ok());
+    // Idempotent.
+    let again = project(&p.body);
+    assert_eq!(again.body, p.body, "projection must be idempotent");
+    assert_eq!(again.report.edits.len(), 0);
+}
+
+fn check_collapsed(before: &Value, after: &Value) {
+    for key in before.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default() {
+        if key != "content" {
+            assert_eq!(before[key], after[key], "field {key} kept");
+        }
+    }
+    let text = content_text(after);
+    let receipt = text.lines().next().unwrap_or("");
+    assert!(receipt.starts_with(staleguard::receipt::RECEIPT_TAG), "{text}");
+    assert!(receipt.len() <= 512, "receipt {} bytes", receipt.len());
+    assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
+    assert!(!staleguard::neutralise::has_ref_token(&text), "ref token in {text}");
+}
+
+/// The text of a message's content (a string, or text parts joined).
+pub fn content_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Prefix stability: everything before A's live state is byte-identical in projected(B).
+pub fn check_prefix_stable(a: &Projected, b: &Projected) {
+    let (ma, mb) = (messages(&a.body), messages(&b.body));
+    let stop = live_message(a).unwrap_or(ma.len());
+    for i in 0..stop {
+        assert_eq!(
+            serde_json::to_string(&ma[i]).ok(),
+            serde_json::to_string(&mb[i]).ok(),
+            "message {i} changed between prefixes"
+        );
+    }
+}
+
+/// The body with only its first `n` messages.
+pub fn truncate(body: &str, n: usize) -> String {
+    let mut v: Value = serde_json::from_str(body).expect("valid JSON");
+    if let Some(list) = v["messages"].as_array_mut() {
+        list.truncate(n);
+    }
+    serde_json::to_string(&v).expect("serialise")
+}
