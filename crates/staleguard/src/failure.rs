@@ -32,29 +32,35 @@ fn strip_repeated_call(text: &str) -> &str {
 
 /// MCP `isError` rendered as `### Error`, or as `### Result` whose first line is `Error: ...`.
 fn has_error_section(text: &str) -> bool {
-    let mut lines = text.lines().map(|l| l.trim_end_matches('\r'));
-    while let Some(line) = lines.next() {
-        match line {
-            "### Error" => return true,
-            "### Result" => {
-                if lines.next().is_some_and(|l| l.starts_with("Error:")) {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-    }
-    false
+    line_starts(text, "### Error").any(|at| line_at(text, at).trim_end() == "### Error")
+        || line_starts(text, "### Result").any(|at| {
+            let heading = line_at(text, at);
+            let next = text.get(at + heading.len() + 1..).unwrap_or("");
+            heading.trim_end() == "### Result" && next.starts_with("Error:")
+        })
+}
+
+/// Offsets where `needle` starts a line of `text`. Uses SIMD search: results can be MBs.
+pub(crate) fn line_starts<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = usize> + 't {
+    let bytes = text.as_bytes();
+    memchr::memmem::find_iter(bytes, needle.as_bytes())
+        .filter(move |&at| at == 0 || bytes.get(at - 1) == Some(&b'\n'))
+}
+
+/// The line of `text` that starts at `at`, without its line break.
+pub(crate) fn line_at(text: &str, at: usize) -> &str {
+    let rest = text.get(at..).unwrap_or("");
+    rest.split('\n').next().unwrap_or("")
 }
 
 /// A partial batch: numbered steps whose last one is `N. Error: ... Batch stopped.`,
 /// optionally followed by verification lines.
 fn is_failed_batch(text: &str) -> bool {
+    // Reverse search: only the last lines matter, however long the result.
     let last = text
-        .lines()
+        .rsplit('\n')
         .map(|l| l.trim())
-        .filter(|l| !l.is_empty() && !is_verification_line(l))
-        .last();
+        .find(|l| !l.is_empty() && !is_verification_line(l));
     let Some(last) = last else { return false };
     let Some((number, step)) = last.split_once(". ") else {
         return false;

@@ -6,25 +6,30 @@
 //! receipt, without touching the stored transcript, IDs, or call/result pairing.
 //!
 //! ```
+//! use serde_json::json;
 //! use staleguard::{project_request, Config, RequestFormat};
 //!
-//! let body = r#"{"model":"gpt-4.1","messages":[
-//!   {"role":"user","content":"Order a widget"},
-//!   {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
-//!     "function":{"name":"browser_navigate","arguments":"{\"url\":\"http://shop.test/\"}"}}]},
-//!   {"role":"tool","tool_call_id":"call_1","content":"### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```"},
-//!   {"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function",
-//!     "function":{"name":"browser_click","arguments":"{\"ref\":\"e1\"}"}}]},
-//!   {"role":"tool","tool_call_id":"call_2","content":"### Page\n- Page URL: http://shop.test/done\n- Page Title: Done\n### Snapshot\n```yaml\n- link \"Home\" [ref=e1]\n```"}
-//! ]}"#;
+//! let page = |url: &str, button: &str| format!(
+//!     "### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"{button}\" [ref=e1]\n```"
+//! );
+//! let call = |id: &str, name: &str| json!({"role": "assistant", "content": null, "tool_calls": [
+//!     {"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]});
+//! let body = json!({"model": "gpt-4.1", "messages": [
+//!     {"role": "user", "content": "Order a widget"},
+//!     call("call_1", "browser_navigate"),
+//!     {"role": "tool", "tool_call_id": "call_1", "content": page("http://shop.test/", "Buy")},
+//!     call("call_2", "browser_click"),
+//!     {"role": "tool", "tool_call_id": "call_2", "content": page("http://shop.test/done", "Home")},
+//! ]}).to_string();
 //!
-//! let mut config = Config::default();
-//! config.browser_history_compaction = true;
-//! let projected = project_request(body, RequestFormat::Auto, &config).unwrap();
+//! // Compaction is opt-in (SPEC 7): the `project` command and this example turn it on.
+//! let config = Config { browser_history_compaction: true, ..Config::default() };
+//! let projected = project_request(&body, RequestFormat::Auto, &config).unwrap();
 //! assert_eq!(projected.report.collapsed(), 1);
-//! assert!(!projected.body.contains("\\\"Buy\\\" [ref=e1]"));
-//! assert!(projected.body.contains("\\\"Home\\\" [ref=e1]"));
-//! ```
+//! assert!(!projected.body.contains("Buy"));                 // the old page is a receipt now
+//! assert!(projected.body.contains("[staleguard receipt]"));
+//! assert!(projected.body.contains(r#"\"Home\" [ref=e1]"#));  // the newest page is live
+//! //! ```
 
 pub mod adapter;
 pub mod config;

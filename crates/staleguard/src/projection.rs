@@ -132,7 +132,7 @@ fn browser_results<'t, 'a>(transcript: &'t Transcript<'a>, config: &Config) -> V
             continue;
         }
         let failed = result.is_error || is_failed(&result.text);
-        let observation = observation::parse(&result.text);
+        let observation = observation::parse_header(&result.text);
         seen.push(Seen { item, tool: &call.name, failed, observation, result });
     }
     seen
@@ -172,7 +172,7 @@ fn report(
         let input = ReceiptInput { id: &id, tool: s.tool, observation: obs, images_dropped: images };
         let collapsed = receipt::collapse(&input, text, config.receipt_max_bytes);
         bytes_after = collapsed.len();
-        refs_withheld = obs.refs.len();
+        refs_withheld = obs.ref_count();
         images_dropped = images;
         edits.push(Edit { item: s.item, text: collapsed });
     }

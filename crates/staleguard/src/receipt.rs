@@ -3,7 +3,7 @@
 //! Everything here is deterministic: the same observation gives the same bytes however the
 //! transcript around it grows, which keeps provider prompt caches warm.
 
-use crate::failure::is_verification_line;
+use crate::failure::{line_at, line_starts};
 use crate::neutralise::neutralise;
 use crate::observation::Observation;
 
@@ -60,7 +60,7 @@ pub fn receipt_line(input: &ReceiptInput<'_, '_>, max_bytes: usize) -> String {
     if let Some(action) = &obs.action {
         line.push_str(&format!(" action={}", quote(action)));
     }
-    line.push_str(&format!(" refs_withheld={}", obs.refs.len()));
+    line.push_str(&format!(" refs_withheld={}", obs.ref_count()));
     if input.images_dropped > 0 {
         line.push_str(&format!(" images_dropped={}", input.images_dropped));
     }
@@ -106,11 +106,12 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 pub fn verification_lines(original: &str) -> Vec<String> {
     let mut kept = Vec::new();
     let (mut bytes, mut omitted) = (0, 0);
-    for line in original.lines().map(|l| l.trim_end_matches('\r')) {
-        if !is_verification_line(line) {
-            continue;
-        }
-        let line = neutralise(line);
+    let mut starts: Vec<usize> = line_starts(original, "[verified:")
+        .chain(line_starts(original, "[UNVERIFIED"))
+        .collect();
+    starts.sort_unstable();
+    for at in starts {
+        let line = neutralise(line_at(original, at).trim_end_matches('\r'));
         if kept.len() < MAX_VERIFICATION_LINES && bytes + line.len() <= MAX_VERIFICATION_BYTES {
             bytes += line.len();
             kept.push(line.into_owned());

@@ -167,3 +167,20 @@ fn repeated_tool_call_ids_resolve_to_the_nearest_call() {
 fn call(id: &str, name: &str) -> Value {
     serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}})
 }
+
+#[test]
+fn header_parse_agrees_with_full_parse_on_every_recorded_result() {
+    let mut observations = 0;
+    for path in openai_fixtures() {
+        for m in messages(&read(&path)).iter().filter(|m| m["role"] == "tool") {
+            let text = content_text(m);
+            let (full, header) = (staleguard::observation::parse(&text), staleguard::observation::parse_header(&text));
+            assert_eq!(full.is_some(), header.is_some(), "{}", path.display());
+            let (Some(f), Some(h)) = (full, header) else { continue };
+            assert_eq!((f.format, f.kind, f.refs.len()), (h.format, h.kind, h.ref_count()), "{}: {text}", path.display());
+            assert_eq!((&f.url, &f.title, &f.action), (&h.url, &h.title, &h.action));
+            observations += usize::from(f.is_observation());
+        }
+    }
+    assert!(observations > 150, "{observations}");
+}

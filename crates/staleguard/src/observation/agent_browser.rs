@@ -54,12 +54,20 @@ impl ObservationFormat for AgentBrowser {
     }
 }
 
-/// Markers of the Playwright and seed formats, which have their own detectors.
+/// Line starts that mark the Playwright and seed formats, which have their own detectors.
+/// Only line starts count: page text may quote them inside a node.
+const OTHER_FORMATS: &[&str] = &[
+    "\n### ",
+    "\n```",
+    "\n- Page URL:",
+    "\n- Page Snapshot",
+    "\nCurrent snapshot:",
+];
+
 fn is_other_format(text: &str) -> bool {
-    text.starts_with("### ")
-        || ["\n### ", "```", "- Page URL:", "- Page Snapshot", "Current snapshot:"]
-            .iter()
-            .any(|m| contains(text, m))
+    OTHER_FORMATS
+        .iter()
+        .any(|m| text.starts_with(&m[1..]) || contains(text, m))
 }
 
 /// Reads the page lines before the tree; returns the first tree line.
@@ -74,8 +82,13 @@ fn header<'a>(
             return Some(line);
         }
         if let Some(rest) = t.strip_prefix(BOUNDARY) {
-            let origin = rest.split_whitespace().find_map(|w| w.strip_prefix("origin="));
-            obs.url = origin.filter(|o| *o != "unknown").map(Cow::Borrowed).or(obs.url.take());
+            let origin = rest
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("origin="));
+            obs.url = origin
+                .filter(|o| *o != "unknown")
+                .map(Cow::Borrowed)
+                .or(obs.url.take());
         } else if let Some(u) = t.strip_prefix("URL:") {
             obs.url = Some(Cow::Borrowed(u.trim())).filter(|u| !u.is_empty());
         } else if let Some(p) = t.strip_prefix("Page:").or_else(|| t.strip_prefix("Title:")) {
@@ -117,7 +130,11 @@ mod tests {
     fn native_tree() {
         let obs = parse(NATIVE).unwrap();
         assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
-        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        let refs: Vec<_> = obs
+            .refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect();
         assert_eq!(
             refs,
             [
@@ -129,18 +146,35 @@ mod tests {
                 ("e6", "button", "Submit"),
             ]
         );
-        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.role, c.value.as_deref(), c.states.clone())).collect();
+        let c: Vec<_> = obs
+            .controls
+            .iter()
+            .map(|c| (&*c.role, c.value.as_deref(), c.states.clone()))
+            .collect();
         assert_eq!(
             c,
             [
                 ("link", None, vec![]),
-                ("textbox", Some("ada@example.com"), vec![Cow::Borrowed("required")]),
+                (
+                    "textbox",
+                    Some("ada@example.com"),
+                    vec![Cow::Borrowed("required")]
+                ),
                 ("checkbox", None, vec!["checked=true".into()]),
                 ("button", None, vec!["disabled".into()]),
             ]
         );
-        assert_eq!(obs.chunks, ["Example Domain", "This domain is for use in illustrative examples."]);
-        assert_eq!((obs.url, obs.title, obs.action, obs.document), (None, None, None, None));
+        assert_eq!(
+            obs.chunks,
+            [
+                "Example Domain",
+                "This domain is for use in illustrative examples."
+            ]
+        );
+        assert_eq!(
+            (obs.url, obs.title, obs.action, obs.document),
+            (None, None, None, None)
+        );
     }
 
     #[test]
@@ -148,7 +182,10 @@ mod tests {
         let obs = parse(TS).unwrap();
         let ids: Vec<_> = obs.refs.iter().map(|r| &*r.id).collect();
         assert_eq!(ids, ["e1", "e2", "e3", "e4"]);
-        assert!(obs.controls.iter().all(|c| c.states.is_empty()), "nth is no state");
+        assert!(
+            obs.controls.iter().all(|c| c.states.is_empty()),
+            "nth is no state"
+        );
         assert_eq!(obs.chunks, ["Example Domain", "Some text content"]);
     }
 
@@ -176,7 +213,19 @@ mod tests {
         let ankita = "Current snapshot:\n# X — http://x.test/\n- [ref=1-0-1] button Buy";
         let prose = "The page said:\n- button \"Buy\" [ref=e1]";
         let quoted = "- paragraph: see [ref=e99] here\n- text: \"[ref=e5]\"";
-        for text in ["", "(empty page)", "(no interactive elements)", playwright, legacy, pw_bare_heading, ankita, prose, quoted] {
+        let fence_in_text = "- StaticText \"use ``` and ### freely\"\n- button \"Go\" [ref=e1]";
+        assert_eq!(parse(fence_in_text).map(|o| o.refs.len()), Some(1));
+        for text in [
+            "",
+            "(empty page)",
+            "(no interactive elements)",
+            playwright,
+            legacy,
+            pw_bare_heading,
+            ankita,
+            prose,
+            quoted,
+        ] {
             assert!(parse(text).is_none(), "{text:?}");
         }
     }

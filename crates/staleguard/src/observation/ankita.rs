@@ -48,7 +48,11 @@ impl ObservationFormat for Ankita {
         let mut obs = Observation::new(NAME, TreeKind::Full);
         obs.title = Some(Cow::Borrowed(title)).filter(|t| !t.is_empty());
         obs.url = url.map(Cow::Borrowed);
-        obs.action = text.get(..sep.start).map(str::trim).filter(|a| !a.is_empty()).map(Cow::Borrowed);
+        obs.action = text
+            .get(..sep.start)
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(Cow::Borrowed);
         body(text, it, &mut obs);
         Some(obs)
     }
@@ -69,7 +73,9 @@ fn body<'a>(text: &'a str, it: impl Iterator<Item = Line<'a>>, obs: &mut Observa
     for line in it {
         let t = line.text;
         if let Some(rest) = t.strip_prefix(OBSERVATION) {
-            obs.document = Some(rest.trim()).filter(|d| !d.is_empty()).map(Cow::Borrowed);
+            obs.document = Some(rest.trim())
+                .filter(|d| !d.is_empty())
+                .map(Cow::Borrowed);
             break;
         }
         if let Some(rest) = t.strip_prefix("- [ref=") {
@@ -153,7 +159,10 @@ fn is_attr(item: &str) -> bool {
     let item = item.trim();
     match item.split_once('=') {
         Some((key, _)) => {
-            !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            !key.is_empty()
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         }
         None => STATE_WORDS.contains(&item),
     }
@@ -205,8 +214,15 @@ Observation: 00000000-0000-4000-8000-000000000003";
         assert_eq!(obs.action.as_deref(), Some("Filled 3 fields."));
         assert_eq!(obs.title.as_deref(), Some("Order a widget"));
         assert_eq!(obs.url.as_deref(), Some("https://shop.example/order"));
-        assert_eq!(obs.document.as_deref(), Some("00000000-0000-4000-8000-000000000002"));
-        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        assert_eq!(
+            obs.document.as_deref(),
+            Some("00000000-0000-4000-8000-000000000002")
+        );
+        let refs: Vec<_> = obs
+            .refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect();
         assert_eq!(
             refs,
             [
@@ -216,7 +232,11 @@ Observation: 00000000-0000-4000-8000-000000000003";
                 ("1-0-24", "button", "Review order"),
             ]
         );
-        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.name, c.value.as_deref(), c.states.clone())).collect();
+        let c: Vec<_> = obs
+            .controls
+            .iter()
+            .map(|c| (&*c.name, c.value.as_deref(), c.states.clone()))
+            .collect();
         assert_eq!(
             c,
             [
@@ -236,7 +256,10 @@ Observation: 00000000-0000-4000-8000-000000000003";
         let obs = parse(BATCH).unwrap();
         assert_eq!(obs.action.as_deref(), Some("1. click complete."));
         assert_eq!(obs.refs.len(), 2);
-        assert_eq!(obs.chunks, ["Confirm your order. Order total: $39.98 for 2 x Blue."]);
+        assert_eq!(
+            obs.chunks,
+            ["Confirm your order. Order total: $39.98 for 2 x Blue."]
+        );
         let obs = parse(SNAPSHOT).unwrap();
         assert_eq!(obs.action, None);
         assert_eq!(obs.refs[0].id, "1-0-31");
@@ -249,7 +272,14 @@ Observation: 00000000-0000-4000-8000-000000000003";
         let read_back = "Page text observation 00000000-0000-4000-8000-000000000005\nSource: https://shop.example/confirm; frame=main; range=0:52\nConfirm your order. Order total: $39.98 for 2 x Blue.";
         let notes = "notes.md\n- [ref=1-0-31] was the Place order button";
         let no_header = "Current snapshot:\n- [ref=1-0-31] button Place order";
-        for text in ["", read_back, notes, no_header, "Current snapshot:", "Current snapshot:\n\n"] {
+        for text in [
+            "",
+            read_back,
+            notes,
+            no_header,
+            "Current snapshot:",
+            "Current snapshot:\n\n",
+        ] {
             assert!(parse(text).is_none(), "{text:?}");
         }
     }
@@ -260,7 +290,11 @@ Observation: 00000000-0000-4000-8000-000000000003";
         let obs = parse(text).unwrap();
         assert_eq!(obs.title.as_deref(), Some("Q&A — part 2"));
         assert_eq!(obs.url.as_deref(), Some("https://x.test/a?b=c"));
-        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        let refs: Vec<_> = obs
+            .refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect();
         assert_eq!(
             refs,
             [
@@ -275,7 +309,10 @@ Observation: 00000000-0000-4000-8000-000000000003";
         assert_eq!(obs.chunks, ["It’s 20 °C,\nsee [ref=1-0-5] here."]);
         assert_eq!(obs.document, None);
         let no_url = parse("Current snapshot:\n# Just a title\n- [ref=1] link A").unwrap();
-        assert_eq!((no_url.title.as_deref(), no_url.url), (Some("Just a title"), None));
+        assert_eq!(
+            (no_url.title.as_deref(), no_url.url),
+            (Some("Just a title"), None)
+        );
     }
 
     #[test]

@@ -92,6 +92,13 @@ pub struct Lines<'a> {
     pos: usize,
 }
 
+impl Lines<'_> {
+    /// Continues at byte `pos` of the text (the start of a line).
+    pub fn seek(&mut self, pos: usize) {
+        self.pos = pos;
+    }
+}
+
 impl<'a> Iterator for Lines<'a> {
     type Item = Line<'a>;
 
@@ -139,6 +146,57 @@ pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut Tree
     };
     stats.nodes += 1;
     emit(&src, &key, value_of(after), obs);
+}
+
+/// Counts the refs [`parse_tree`] would find, and tells whether the tree is a diff, without
+/// building anything. Only lines holding `ref=` or `<changed>` are looked at; they are found
+/// by SIMD search, and each is read by the same key parser as [`parse_line`].
+pub fn count_refs(tree: &str) -> (usize, bool) {
+    let bytes = tree.as_bytes();
+    let (mut count, mut diff) = (0, false);
+    let mut next_line = 0;
+    for hit in memchr::memmem::find_iter(bytes, b"ref=") {
+        if hit < next_line {
+            continue;
+        }
+        let start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
+        let end = memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i);
+        next_line = end + 1;
+        let line = tree.get(start..end).unwrap_or("");
+        let (has_ref, changed) = line_ref(line.strip_suffix('\r').unwrap_or(line));
+        count += usize::from(has_ref);
+        diff |= changed;
+    }
+    // A changed node without a ref (`- <changed> text: ...`) still marks a diff.
+    diff = diff
+        || memchr::memmem::find_iter(bytes, b"- <changed> ").any(|at| {
+            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+            tree.get(start..at).is_some_and(|indent| indent.trim_start().is_empty())
+        });
+    (count, diff)
+}
+
+/// Whether a tree line carries a ref, and whether it is a diff line; as [`parse_line`] reads it.
+fn line_ref(line: &str) -> (bool, bool) {
+    let Some(rest) = line.trim_start().strip_prefix("- ") else {
+        return (false, false);
+    };
+    let (rest, changed) = match rest.strip_prefix("<changed> ") {
+        Some(r) => (r, true),
+        None => (rest, false),
+    };
+    if unchanged_ref(rest).is_some() {
+        return (true, true);
+    }
+    let Some((src, key, _)) = split_key(rest) else {
+        return (false, changed);
+    };
+    let mut found = false;
+    attr_items(&src, key.attrs, |(a, b)| {
+        let item = src.get(a..b).unwrap_or("");
+        found |= item.strip_prefix("ref=").is_some_and(is_ref_id);
+    });
+    (found, changed)
 }
 
 /// `ref=e4 [unchanged]`: a subtree the diff leaves as it was; its ref is still on the page.
@@ -410,6 +468,9 @@ fn is_state(attr: &str) -> bool {
 }
 
 /// Adds the node's ref, control and text chunks to `obs`.
+// `&Cow` rather than `&str`: whether the source borrows from the input decides whether the
+// parts can borrow with the input's lifetime.
+#[allow(clippy::ptr_arg)]
 fn emit<'a>(src: &Cow<'a, str>, key: &Key, value: Option<Cow<'a, str>>, obs: &mut Observation<'a>) {
     let role = span(src, key.role);
     let name = key.name.map(|n| unescape_cow(span(src, n)));
@@ -485,22 +546,43 @@ mod tests {
         assert_eq!(obs.refs[0].role, "heading");
         assert_eq!(obs.refs[0].name, "Order a widget");
         assert_eq!(obs.refs[4].name, "");
-        assert_eq!(stats, TreeStats { nodes: 7, diff: false });
+        assert_eq!(
+            stats,
+            TreeStats {
+                nodes: 7,
+                diff: false
+            }
+        );
         let c: Vec<_> = obs
             .controls
             .iter()
-            .map(|c| (c.role.as_ref(), c.name.as_ref(), c.value.as_deref(), c.states.clone()))
+            .map(|c| {
+                (
+                    c.role.as_ref(),
+                    c.name.as_ref(),
+                    c.value.as_deref(),
+                    c.states.clone(),
+                )
+            })
             .collect();
         assert_eq!(
             c,
             [
                 ("link", "Home", None, vec![]),
-                ("checkbox", "Weekly digest", None, vec![Cow::Borrowed("checked")]),
+                (
+                    "checkbox",
+                    "Weekly digest",
+                    None,
+                    vec![Cow::Borrowed("checked")]
+                ),
                 ("textbox", "Name", Some("Ada Lovelace"), vec![]),
                 ("option", "Red", None, vec![Cow::Borrowed("selected")]),
             ]
         );
-        assert_eq!(chunks(&obs), ["Order a widget", "Order total: $59.97", "Name"]);
+        assert_eq!(
+            chunks(&obs),
+            ["Order a widget", "Order total: $59.97", "Name"]
+        );
     }
 
     #[test]
@@ -529,7 +611,10 @@ mod tests {
         );
         assert_eq!(ids(&obs), ["e3", "e9"]);
         assert_eq!(obs.refs[1].name, "Click [ref=e8] now");
-        assert_eq!(chunks(&obs), ["see [ref=e99] here", "[ref=e5]", "x [ref=e11]"]);
+        assert_eq!(
+            chunks(&obs),
+            ["see [ref=e99] here", "[ref=e5]", "x [ref=e11]"]
+        );
     }
 
     #[test]
@@ -577,8 +662,22 @@ mod tests {
     #[test]
     fn malformed_lines_are_skipped() {
         for line in [
-            "", "-", "- ", "- [", "- \"", "- '", "- 'x", "- a \"", "- a \\", "- a [ref=", "- ref=",
-            "- ref=e1", "- ref=e1 [unch", "- a \"\\u12", "- a \"\\ud800\\u", "- é [ref=e1]",
+            "",
+            "-",
+            "- ",
+            "- [",
+            "- \"",
+            "- '",
+            "- 'x",
+            "- a \"",
+            "- a \\",
+            "- a [ref=",
+            "- ref=",
+            "- ref=e1",
+            "- ref=e1 [unch",
+            "- a \"\\u12",
+            "- a \"\\ud800\\u",
+            "- é [ref=e1]",
         ] {
             let (obs, _) = tree(line);
             assert!(obs.refs.is_empty(), "{line:?}");

@@ -14,6 +14,8 @@ mod pw_common;
 pub mod pw_legacy;
 pub mod pw_page;
 pub mod pw_page_state;
+#[cfg(test)]
+mod tests;
 
 /// What a browser result carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +72,9 @@ pub struct Observation<'a> {
     /// `Current snapshot:`), trimmed.
     pub action: Option<Cow<'a, str>>,
     pub refs: Vec<ElementRef<'a>>,
+    /// Refs counted without parsing the tree ([`ObservationFormat::parse_header`]), when
+    /// `refs` was left empty. Use [`Observation::ref_count`].
+    pub counted_refs: usize,
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,
@@ -91,6 +96,7 @@ impl<'a> Observation<'a> {
             tabs: Vec::new(),
             action: None,
             refs: Vec::new(),
+            counted_refs: 0,
             controls: Vec::new(),
             chunks: Vec::new(),
             images: 0,
@@ -100,7 +106,12 @@ impl<'a> Observation<'a> {
 
     /// True when the result carries actionable refs (a full tree or a diff).
     pub fn is_observation(&self) -> bool {
-        self.kind != TreeKind::Report && !self.refs.is_empty()
+        self.kind != TreeKind::Report && self.ref_count() > 0
+    }
+
+    /// How many refs the tree carries, whether it was parsed in full or only counted.
+    pub fn ref_count(&self) -> usize {
+        self.refs.len().max(self.counted_refs)
     }
 
     /// The current tab, when tabs are listed.
@@ -117,6 +128,12 @@ pub trait ObservationFormat: Sync {
     /// Parses `text` if it is in this format: an observation or a page report.
     /// Returns `None` when the text is not this format, or names no page at all.
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>>;
+    /// Like [`parse`](Self::parse), but a format may skip the tree's refs, controls and
+    /// chunks and only count its refs ([`Observation::counted_refs`]) and set its kind.
+    /// Projection needs no more, and runs on every browser result of a request.
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        self.parse(text)
+    }
 }
 
 /// Every supported format, most specific first.
@@ -131,4 +148,9 @@ pub static FORMATS: &[&dyn ObservationFormat] = &[
 /// Parses `text` with the first format that recognises it.
 pub fn parse(text: &str) -> Option<Observation<'_>> {
     FORMATS.iter().find_map(|f| f.parse(text))
+}
+
+/// [`parse`], at header depth: see [`ObservationFormat::parse_header`].
+pub fn parse_header(text: &str) -> Option<Observation<'_>> {
+    FORMATS.iter().find_map(|f| f.parse_header(text))
 }

@@ -19,6 +19,15 @@ pub(super) const H_RESULT: u16 = 1 << 6;
 pub(super) const H_ERROR: u16 = 1 << 7;
 pub(super) const H_OTHER: u16 = 1 << 8;
 
+/// How much of a result to parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Depth {
+    /// Header, and every ref, control and chunk of the tree.
+    Full,
+    /// Header, and only the tree's kind and ref count.
+    Header,
+}
+
 /// What one pass over a Playwright MCP result found.
 #[derive(Debug, Default)]
 pub(super) struct Scan<'a> {
@@ -79,8 +88,14 @@ pub(super) fn scan(text: &str) -> Scan<'_> {
         want_code: false,
         bare_code: None,
     };
-    for line in lines(text) {
+    let mut it = lines(text);
+    while let Some(line) = it.next() {
         s.line(line.start, line.text);
+        // A tree can be MBs: jump to its closing fence instead of looking at every line.
+        if s.fence == Some(Fence::Tree) && s.fence_start.is_none() {
+            s.fence_start = Some(line.next);
+            it.seek(closing_fence(text, line.next));
+        }
     }
     s.finish()
 }
@@ -90,7 +105,10 @@ impl<'a> Scanner<'a> {
         if let Some(kind) = self.fence {
             self.fence_start.get_or_insert(start);
             if line.trim_end() == "```" {
-                self.close_fence(kind, self.text.get(self.fence_start.unwrap_or(start)..start));
+                self.close_fence(
+                    kind,
+                    self.text.get(self.fence_start.unwrap_or(start)..start),
+                );
             }
             return;
         }
@@ -109,7 +127,8 @@ impl<'a> Scanner<'a> {
     }
 
     fn open_fence(&mut self, lang: &str) {
-        let want_tree = self.scan.tree.is_none() && (self.want_tree || self.section == Section::Snapshot);
+        let want_tree =
+            self.scan.tree.is_none() && (self.want_tree || self.section == Section::Snapshot);
         let kind = if lang == "yaml" && want_tree {
             Fence::Tree
         } else if self.want_code || self.section == Section::Code {
@@ -188,6 +207,22 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Start of the first line at or after `from` that is a bare closing fence, or the end.
+fn closing_fence(text: &str, from: usize) -> usize {
+    let Some(rest) = text.get(from..) else {
+        return text.len();
+    };
+    let bytes = rest.as_bytes();
+    memmem::find_iter(bytes, b"```")
+        .filter(|&at| at == 0 || bytes.get(at - 1) == Some(&b'\n'))
+        .find(|&at| {
+            let line = &bytes[at..];
+            let end = memchr::memchr(b'\n', line).unwrap_or(line.len());
+            line[..end].iter().skip(3).all(u8::is_ascii_whitespace)
+        })
+        .map_or(text.len(), |at| from + at)
+}
+
 fn non_empty(v: &str) -> Option<&str> {
     Some(v.trim()).filter(|v| !v.is_empty())
 }
@@ -253,7 +288,11 @@ pub(super) fn frame_prefix_len(id: &str) -> Option<usize> {
     if b.first() != Some(&b'f') {
         return None;
     }
-    let digits = b.get(1..)?.iter().take_while(|c| c.is_ascii_digit()).count();
+    let digits = b
+        .get(1..)?
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
     let tail = b.get(digits + 2..)?;
     let ok = digits > 0 && b.get(digits + 1) == Some(&b'e') && !tail.is_empty();
     (ok && tail.iter().all(u8::is_ascii_digit)).then_some(digits + 1)
@@ -285,15 +324,24 @@ pub(super) fn document_of<'a>(obs: &Observation<'a>) -> Option<Cow<'a, str>> {
 pub(super) fn build<'a>(
     format: &'static str,
     scan: Scan<'a>,
+    depth: Depth,
     frame_documents: bool,
 ) -> Option<Observation<'a>> {
     if scan.url.is_none() && scan.title.is_none() && scan.tree.is_none() {
         return None;
     }
     let mut obs = Observation::new(format, TreeKind::Report);
-    if let Some(tree) = scan.tree {
+    if let (Some(tree), Depth::Header) = (scan.tree, depth) {
+        let (count, diff) = aria::count_refs(tree);
+        obs.counted_refs = count;
+        obs.kind = if diff { TreeKind::Diff } else { TreeKind::Full };
+    } else if let Some(tree) = scan.tree {
         let stats = aria::parse_tree(tree, &mut obs);
-        obs.kind = if stats.diff { TreeKind::Diff } else { TreeKind::Full };
+        obs.kind = if stats.diff {
+            TreeKind::Diff
+        } else {
+            TreeKind::Full
+        };
         if frame_documents {
             obs.document = document_of(&obs);
         }
@@ -315,10 +363,19 @@ mod tests {
         assert_eq!((t.index, t.current), (1, true));
         assert_eq!(t.title, "Links [new] (x)");
         assert_eq!(t.url, "http://a.test/x");
-        let t = parse_tab("- 0: [Northwind H2 datasheet](http://127.0.0.1:8431/tabs/datasheet.html)").unwrap();
+        let t =
+            parse_tab("- 0: [Northwind H2 datasheet](http://127.0.0.1:8431/tabs/datasheet.html)")
+                .unwrap();
         assert_eq!((t.index, t.current), (0, false));
         assert_eq!(t.title, "Northwind H2 datasheet");
-        for bad in ["- x: [a](b)", "- : [a](b)", "- +1: [a](b)", "- 1: a](b)", "- 1: [a]", "- 99999999999: [a](b)"] {
+        for bad in [
+            "- x: [a](b)",
+            "- : [a](b)",
+            "- +1: [a](b)",
+            "- 1: a](b)",
+            "- 1: [a]",
+            "- 99999999999: [a](b)",
+        ] {
             assert!(parse_tab(bad).is_none(), "{bad}");
         }
     }

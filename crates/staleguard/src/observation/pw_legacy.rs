@@ -2,7 +2,7 @@
 //! `- Page Title:`, `- Page Snapshot` + ```yaml, and with several tabs `### Open tabs`
 //! (1-based) + `### Current tab`.
 
-use super::pw_common::{build, contains, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use super::pw_common::{Depth, build, contains, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
@@ -18,15 +18,26 @@ impl ObservationFormat for PlaywrightLegacy {
     }
 
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        if !["- Page URL:", "- Page Title:", "- Page Snapshot"].iter().any(|m| contains(text, m)) {
-            return None;
-        }
-        let scan = scan(text);
-        if !scan.page_lines || scan.headings & (H_PAGE | H_PAGE_STATE | H_SNAPSHOT) != 0 {
-            return None;
-        }
-        build(NAME, scan, false)
+        parse_at(text, Depth::Full)
     }
+
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        parse_at(text, Depth::Header)
+    }
+}
+
+fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
+    if !["- Page URL:", "- Page Title:", "- Page Snapshot"]
+        .iter()
+        .any(|m| contains(text, m))
+    {
+        return None;
+    }
+    let scan = scan(text);
+    if !scan.page_lines || scan.headings & (H_PAGE | H_PAGE_STATE | H_SNAPSHOT) != 0 {
+        return None;
+    }
+    build(NAME, scan, depth, false)
 }
 
 #[cfg(test)]
@@ -120,7 +131,11 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
             obs.action.as_deref(),
             Some("// Click Review order button\nawait page.getByRole('button', { name: 'Review order' }).click();")
         );
-        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        let refs: Vec<_> = obs
+            .refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect();
         assert_eq!(
             refs,
             [
@@ -134,14 +149,28 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
                 ("e9", "link", "Edit order"),
             ]
         );
-        let controls: Vec<_> = obs.controls.iter().map(|c| (&*c.role, &*c.name, c.value.is_none(), c.states.len())).collect();
-        assert_eq!(controls, [("button", "Place order", true, 0), ("link", "Edit order", true, 0)]);
+        let controls: Vec<_> = obs
+            .controls
+            .iter()
+            .map(|c| (&*c.role, &*c.name, c.value.is_none(), c.states.len()))
+            .collect();
+        assert_eq!(
+            controls,
+            [
+                ("button", "Place order", true, 0),
+                ("link", "Edit order", true, 0)
+            ]
+        );
         assert_eq!(
             obs.chunks,
-            ["Confirm your order", "3 x Red widget for Ada Lovelace at $19.99 each", "Order total: $59.97"]
+            [
+                "Confirm your order",
+                "3 x Red widget for Ada Lovelace at $19.99 each",
+                "Order total: $59.97"
+            ]
         );
         assert!(obs.tabs.is_empty());
-        assert_eq!((obs.document, obs.images), (None, 0));
+        assert_eq!((obs.document.as_deref(), obs.images), (None, 0));
         assert!(obs.is_observation());
     }
 
@@ -153,7 +182,10 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
         assert_eq!((cur.index, &*cur.title), (2, "Northwind H2 datasheet"));
         assert_eq!(cur.url, "http://127.0.0.1:8431/tabs/datasheet.html");
         assert_eq!(obs.title.as_deref(), Some("Northwind H2 datasheet"));
-        assert_eq!(obs.action.as_deref(), Some("// <internal code to select tab 2>"));
+        assert_eq!(
+            obs.action.as_deref(),
+            Some("// <internal code to select tab 2>")
+        );
         assert!(obs.chunks.contains(&"-20 to 50 °C".into()));
         assert!(obs.controls.is_empty());
     }
@@ -171,7 +203,14 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
         let tab_list = "### Open tabs\n- 1: (current) [Links and new tabs] (http://127.0.0.1:8431/tabs/links.html)\n- 2: [Northwind H2 datasheet] (http://127.0.0.1:8431/tabs/datasheet.html)";
         let error = "Error: Ref not found, likely because element was removed. Use browser_snapshot to see what elements are currently on the page.";
         let modal = "- Ran Playwright code:\n```js\n// Click Button\nawait page.getByRole('button', { name: 'Button' }).click();\n```\n\n### Modal state\n- [\"alert\" dialog with message \"Alert\"]: can be handled by the \"browser_handle_dialog\" tool";
-        for text in ["", tab_list, error, modal, "- Page URL: ", "### Page state\n- Page URL: http://x.test/"] {
+        for text in [
+            "",
+            tab_list,
+            error,
+            modal,
+            "- Page URL: ",
+            "### Page state\n- Page URL: http://x.test/",
+        ] {
             assert!(parse(text).is_none(), "{text:?}");
         }
     }

@@ -2,7 +2,7 @@
 //! `### Snapshot` (an inline ```yaml tree, full or incremental, or a link to a `.yml` file),
 //! `### Result`, `### Error`, `### Events`.
 
-use super::pw_common::{build, has_heading, scan, H_PAGE, H_SNAPSHOT};
+use super::pw_common::{Depth, build, has_heading, scan, H_PAGE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
@@ -18,15 +18,23 @@ impl ObservationFormat for PlaywrightPage {
     }
 
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        if !has_heading(text, "### Page") && !has_heading(text, "### Snapshot") {
-            return None;
-        }
-        let scan = scan(text);
-        if scan.headings & (H_PAGE | H_SNAPSHOT) == 0 {
-            return None;
-        }
-        build(NAME, scan, true)
+        parse_at(text, Depth::Full)
     }
+
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        parse_at(text, Depth::Header)
+    }
+}
+
+fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
+    if !has_heading(text, "### Page") && !has_heading(text, "### Snapshot") {
+        return None;
+    }
+    let scan = scan(text);
+    if scan.headings & (H_PAGE | H_SNAPSHOT) == 0 {
+        return None;
+    }
+    build(NAME, scan, depth, true)
 }
 
 #[cfg(test)]
@@ -126,9 +134,15 @@ await new Promise(f => setTimeout(f, 3 * 1000));
     fn linked_snapshot_is_a_report() {
         let obs = parse(LINKED).unwrap();
         assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Report));
-        assert_eq!(obs.url.as_deref(), Some("http://127.0.0.1:8431/order/form.html"));
+        assert_eq!(
+            obs.url.as_deref(),
+            Some("http://127.0.0.1:8431/order/form.html")
+        );
         assert_eq!(obs.title.as_deref(), Some("Order a widget"));
-        assert_eq!(obs.action.as_deref(), Some("await page.goto('http://127.0.0.1:8431/order/form.html');"));
+        assert_eq!(
+            obs.action.as_deref(),
+            Some("await page.goto('http://127.0.0.1:8431/order/form.html');")
+        );
         assert!(obs.refs.is_empty() && obs.chunks.is_empty() && obs.document.is_none());
         assert!(!obs.is_observation());
     }
@@ -139,22 +153,47 @@ await new Promise(f => setTimeout(f, 3 * 1000));
         assert_eq!(obs.kind, TreeKind::Full);
         assert_eq!(obs.action, None);
         assert_eq!(obs.document.as_deref(), Some("f3"));
-        let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role, &*r.name)).collect();
+        let refs: Vec<_> = obs
+            .refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect();
         assert_eq!(refs[5], ("f3e7", "button", "Place order"));
         assert_eq!(refs.len(), 8);
-        assert_eq!(obs.chunks, ["Confirm your order", "3 x Blue widget for Ada Lovelace at $21.50 each", "Order total: $64.50"]);
+        assert_eq!(
+            obs.chunks,
+            [
+                "Confirm your order",
+                "3 x Blue widget for Ada Lovelace at $21.50 each",
+                "Order total: $64.50"
+            ]
+        );
     }
 
     #[test]
     fn tabs_without_space() {
         let obs = parse(TABS).unwrap();
         assert_eq!(obs.kind, TreeKind::Report);
-        let tabs: Vec<_> = obs.tabs.iter().map(|t| (t.index, &*t.title, &*t.url, t.current)).collect();
+        let tabs: Vec<_> = obs
+            .tabs
+            .iter()
+            .map(|t| (t.index, &*t.title, &*t.url, t.current))
+            .collect();
         assert_eq!(
             tabs,
             [
-                (0, "Links and new tabs", "http://127.0.0.1:8431/tabs/links.html", true),
-                (1, "Northwind H2 datasheet", "http://127.0.0.1:8431/tabs/datasheet.html", false)
+                (
+                    0,
+                    "Links and new tabs",
+                    "http://127.0.0.1:8431/tabs/links.html",
+                    true
+                ),
+                (
+                    1,
+                    "Northwind H2 datasheet",
+                    "http://127.0.0.1:8431/tabs/datasheet.html",
+                    false
+                )
             ]
         );
     }
@@ -163,7 +202,11 @@ await new Promise(f => setTimeout(f, 3 * 1000));
     fn iframe_controls_and_document() {
         let obs = parse(IFRAME).unwrap();
         assert_eq!(obs.document.as_deref(), Some("f1"));
-        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.role, &*c.name, c.value.as_deref(), c.states.clone())).collect();
+        let c: Vec<_> = obs
+            .controls
+            .iter()
+            .map(|c| (&*c.role, &*c.name, c.value.as_deref(), c.states.clone()))
+            .collect();
         assert_eq!(
             c,
             [
@@ -179,7 +222,10 @@ await new Promise(f => setTimeout(f, 3 * 1000));
     fn incremental_snapshot() {
         let obs = parse(DIFF).unwrap();
         assert_eq!(obs.kind, TreeKind::Diff);
-        assert_eq!(obs.action.as_deref(), Some("await new Promise(f => setTimeout(f, 3 * 1000));"));
+        assert_eq!(
+            obs.action.as_deref(),
+            Some("await new Promise(f => setTimeout(f, 3 * 1000));")
+        );
         let ids: Vec<_> = obs.refs.iter().map(|r| &*r.id).collect();
         assert_eq!(ids, ["e1", "e2", "e3"]);
         assert_eq!(obs.document, None);

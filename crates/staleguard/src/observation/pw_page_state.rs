@@ -2,7 +2,7 @@
 //! 0.0.56), `### Open tabs`, `### Page state` with `- Page URL:`, `- Page Title:` and
 //! `- Page Snapshot:` + ```yaml (incremental from 0.0.51), `### Result`.
 
-use super::pw_common::{build, has_heading, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use super::pw_common::{Depth, build, has_heading, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
@@ -18,15 +18,23 @@ impl ObservationFormat for PlaywrightPageState {
     }
 
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        if !has_heading(text, "### Page state") {
-            return None;
-        }
-        let scan = scan(text);
-        if scan.headings & H_PAGE_STATE == 0 || scan.headings & (H_PAGE | H_SNAPSHOT) != 0 {
-            return None;
-        }
-        build(NAME, scan, false)
+        parse_at(text, Depth::Full)
     }
+
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        parse_at(text, Depth::Header)
+    }
+}
+
+fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
+    if !has_heading(text, "### Page state") {
+        return None;
+    }
+    let scan = scan(text);
+    if scan.headings & H_PAGE_STATE == 0 || scan.headings & (H_PAGE | H_SNAPSHOT) != 0 {
+        return None;
+    }
+    build(NAME, scan, depth, false)
 }
 
 #[cfg(test)]
@@ -122,11 +130,20 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
     fn fenced_code_full_tree() {
         let obs = parse(PLACED).unwrap();
         assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
-        assert_eq!(obs.action.as_deref(), Some("await page.getByRole('button', { name: 'Place order' }).click();"));
+        assert_eq!(
+            obs.action.as_deref(),
+            Some("await page.getByRole('button', { name: 'Place order' }).click();")
+        );
         assert_eq!(obs.title.as_deref(), Some("Order placed"));
         let ids: Vec<_> = obs.refs.iter().map(|r| &*r.id).collect();
-        assert_eq!(ids, ["e1", "e2", "e3", "e4", "e6", "e7", "e8", "e9", "e10", "e11"]);
-        assert_eq!((&*obs.refs[5].role, &*obs.refs[5].name), ("button", "Cancel this order"));
+        assert_eq!(
+            ids,
+            ["e1", "e2", "e3", "e4", "e6", "e7", "e8", "e9", "e10", "e11"]
+        );
+        assert_eq!(
+            (&*obs.refs[5].role, &*obs.refs[5].name),
+            ("button", "Cancel this order")
+        );
         assert_eq!(
             obs.chunks,
             [
@@ -144,11 +161,23 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
     fn bare_code_and_diff() {
         let obs = parse(CANCELLED_DIFF).unwrap();
         assert_eq!(obs.kind, TreeKind::Diff);
-        assert_eq!(obs.action.as_deref(), Some("await page.getByRole('button', { name: 'Cancel this order' }).click();"));
+        assert_eq!(
+            obs.action.as_deref(),
+            Some("await page.getByRole('button', { name: 'Cancel this order' }).click();")
+        );
         let refs: Vec<_> = obs.refs.iter().map(|r| (&*r.id, &*r.role)).collect();
         assert_eq!(
             refs,
-            [("e1", "generic"), ("e2", ""), ("e3", ""), ("e4", ""), ("e6", "paragraph"), ("e7", "button"), ("e14", "paragraph"), ("e8", "")]
+            [
+                ("e1", "generic"),
+                ("e2", ""),
+                ("e3", ""),
+                ("e4", ""),
+                ("e6", "paragraph"),
+                ("e7", "button"),
+                ("e14", "paragraph"),
+                ("e8", "")
+            ]
         );
         assert_eq!(obs.controls[0].states, Vec::<&str>::new());
         assert_eq!(obs.chunks, ["Order WX-1001 has been cancelled."]);
@@ -159,8 +188,20 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
     fn diff_of_a_control() {
         let obs = parse(COLOUR_DIFF).unwrap();
         assert_eq!(obs.kind, TreeKind::Diff);
-        let c: Vec<_> = obs.controls.iter().map(|c| (&*c.role, &*c.name, c.states.len())).collect();
-        assert_eq!(c, [("combobox", "Colour", 0), ("option", "Red", 0), ("option", "Blue", 1), ("option", "Green", 0)]);
+        let c: Vec<_> = obs
+            .controls
+            .iter()
+            .map(|c| (&*c.role, &*c.name, c.states.len()))
+            .collect();
+        assert_eq!(
+            c,
+            [
+                ("combobox", "Colour", 0),
+                ("option", "Red", 0),
+                ("option", "Blue", 1),
+                ("option", "Green", 0)
+            ]
+        );
         assert_eq!(obs.controls[2].states, ["selected"]);
     }
 
@@ -172,7 +213,14 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
         assert_eq!(obs.tabs[0].index, 0);
         assert_eq!(obs.current_tab().map(|t| t.index), Some(1));
         assert_eq!(obs.tabs[0].title, "Links and new tabs");
-        assert_eq!(obs.chunks, ["Northwind H2 datasheet", "Operating temperature", "-20 to 50 °C"]);
+        assert_eq!(
+            obs.chunks,
+            [
+                "Northwind H2 datasheet",
+                "Operating temperature",
+                "-20 to 50 °C"
+            ]
+        );
     }
 
     #[test]
@@ -182,7 +230,15 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
         let tab_list = "### Open tabs\n- 0: (current) [Links and new tabs] (http://127.0.0.1:8431/tabs/links.html)\n";
         let error = "### Result\nError: Ref e13 not found in the current page snapshot. Try capturing new snapshot.";
         let headings = "### Ran Playwright code\n### Page state\n### Result\n";
-        for text in ["", code_only, bare_code_only, tab_list, error, headings, PLACED.replace("### Page state", "### Page").as_str()] {
+        for text in [
+            "",
+            code_only,
+            bare_code_only,
+            tab_list,
+            error,
+            headings,
+            PLACED.replace("### Page state", "### Page").as_str(),
+        ] {
             assert!(parse(text).is_none(), "{text:?}");
         }
     }
@@ -191,7 +247,7 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
     fn truncated_page_without_closing_fence() {
         let cut = PLACED.find("  - list [ref=e8]").unwrap();
         let obs = parse(&PLACED[..cut]).unwrap();
-        assert_eq!(obs.refs.len(), 7);
+        assert_eq!(obs.refs.len(), 6);
         let cut = PLACED.find("```yaml").unwrap() + "```yaml".len();
         let obs = parse(&PLACED[..cut]).unwrap();
         assert!(obs.refs.is_empty());
