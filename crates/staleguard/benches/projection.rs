@@ -118,6 +118,15 @@ fn ratios() {
     println!("  copy             {:>8.2} ms   project / copy     = {:.2}", c * 1e3, p / c);
 }
 
+fn dump(dir: &Path) {
+    let body = build_request();
+    let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
+    std::fs::create_dir_all(dir).expect("dump dir");
+    std::fs::write(dir.join("request.json"), &body).expect("write request");
+    std::fs::write(dir.join("projected.json"), &projected.body).expect("write projection");
+    std::fs::write(dir.join("report.txt"), format!("{:#?}", projected.report)).expect("write report");
+}
+
 criterion_group!(benches, bench);
 
 fn main() {
@@ -127,6 +136,12 @@ fn main() {
         for _ in 0..20 {
             black_box(project(&body));
         }
+        return;
+    }
+    // `--dump DIR` writes the request, its projection and the report, to compare the
+    // output of two builds byte for byte.
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--dump").nth(1) {
+        dump(Path::new(&dir));
         return;
     }
     // `cargo bench -- --ratios-only` skips criterion's long runs.

@@ -1,6 +1,10 @@
 //! Failed browser results (SPEC 1). A failure is never collapsed: it is exactly what must
 //! not be summarised away.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
 /// True when `text` reads as a failed result, whatever the observation format.
 pub fn is_failed(text: &str) -> bool {
     let text = text.trim_start_matches('\u{feff}').trim_start();
@@ -32,18 +36,28 @@ fn strip_repeated_call(text: &str) -> &str {
 
 /// MCP `isError` rendered as `### Error`, or as `### Result` whose first line is `Error: ...`.
 fn has_error_section(text: &str) -> bool {
-    line_starts(text, "### Error").any(|at| line_at(text, at).trim_end() == "### Error")
-        || line_starts(text, "### Result").any(|at| {
-            let heading = line_at(text, at);
-            let next = text.get(at + heading.len() + 1..).unwrap_or("");
-            heading.trim_end() == "### Result" && next.starts_with("Error:")
-        })
+    // One pass over the `### ` line starts serves both headings; results can be MBs.
+    line_starts_found(text, &HEADING).any(|at| {
+        let heading = line_at(text, at);
+        let next = text.get(at + heading.len() + 1..).unwrap_or("");
+        match heading.trim_end() {
+            "### Error" => true,
+            "### Result" => next.starts_with("Error:"),
+            _ => false,
+        }
+    })
 }
 
-/// Offsets where `needle` starts a line of `text`. Uses SIMD search: results can be MBs.
-pub(crate) fn line_starts<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = usize> + 't {
+/// Finds `### `, the start of every Markdown heading the formats use.
+pub(crate) static HEADING: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("### "));
+
+/// Offsets where `finder`'s needle starts a line of `text`. Uses SIMD search: results can be
+/// MBs. Finders are built once, in statics: building one costs more than searching a short
+/// result.
+pub(crate) fn line_starts_found<'t>(text: &'t str, finder: &'t Finder<'static>) -> impl Iterator<Item = usize> + 't {
     let bytes = text.as_bytes();
-    memchr::memmem::find_iter(bytes, needle.as_bytes())
+    finder
+        .find_iter(bytes)
         .filter(move |&at| at == 0 || bytes.get(at - 1) == Some(&b'\n'))
 }
 

@@ -11,37 +11,53 @@ pub fn neutralise(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if let Some(tail) = strip_ci(rest, "ref=") {
-            out.push_str(&rest[..3]);
-            out.push(':');
-            rest = tail;
-        } else if let Some(tail) = at_ref(rest) {
-            out.push_str("(at)");
-            rest = tail;
-        } else if let Some((digits, tail)) = index_ref(rest) {
-            out.push('(');
-            out.push_str(digits);
-            out.push_str(")<");
-            rest = tail;
-        } else {
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
+    // Start of the text not yet copied to `out`; candidates before it were consumed.
+    let mut done = 0;
+    // Every token holds `=`, `@` or `[`: jump from one of those bytes to the next.
+    for at in memchr::memchr3_iter(b'=', b'@', b'[', text.as_bytes()) {
+        let Some((start, end)) = token_span(text, at) else { continue };
+        if start < done {
+            continue;
         }
+        out.push_str(text.get(done..start).unwrap_or(""));
+        push_neutral(&mut out, text.get(start..end).unwrap_or(""));
+        done = end;
     }
+    out.push_str(text.get(done..).unwrap_or(""));
     out.into()
+}
+
+/// Where the token whose marker byte (`=`, `@` or `[`) is at `at` starts and ends.
+fn token_span(text: &str, at: usize) -> Option<(usize, usize)> {
+    let rest = text.get(at..)?;
+    match rest.as_bytes().first()? {
+        b'=' => {
+            let start = at.checked_sub(3)?;
+            text.get(start..at)?.eq_ignore_ascii_case("ref").then_some((start, at + 1))
+        }
+        b'@' => at_ref(rest).map(|_| (at, at + 1)),
+        _ => index_ref(rest).map(|(_, tail)| (at, text.len() - tail.len())),
+    }
+}
+
+/// Writes the neutral form of a whole token: `ref=` (any case) becomes `ref:`, `@` becomes
+/// `(at)`, `[33]<` becomes `(33)<`.
+fn push_neutral(out: &mut String, token: &str) {
+    if let Some(index) = token.strip_prefix('[') {
+        out.push('(');
+        out.push_str(index.strip_suffix("]<").unwrap_or(index));
+        out.push_str(")<");
+    } else if token == "@" {
+        out.push_str("(at)");
+    } else {
+        out.push_str(token.strip_suffix('=').unwrap_or(token));
+        out.push(':');
+    }
 }
 
 fn needs_work(text: &str) -> bool {
     // Every token holds one of these bytes; most text has none of `@`, `[`, `=`.
     memchr::memchr3(b'@', b'[', b'=', text.as_bytes()).is_some()
-}
-
-/// Case-insensitive prefix strip for an ASCII needle.
-fn strip_ci<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
-    let head = text.get(..needle.len())?;
-    head.eq_ignore_ascii_case(needle).then(|| &text[needle.len()..])
 }
 
 /// `@e12` (agent-browser): returns the text after the `@`.
@@ -85,7 +101,36 @@ mod tests {
         assert_eq!(neutralise("ada@example.com [x] [12] °C"), "ada@example.com [x] [12] °C");
     }
 
+    /// The original char-by-char rewrite, kept as the oracle for the jumping one.
+    fn neutralise_by_char(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(c) = rest.chars().next() {
+            if rest.get(..4).is_some_and(|h| h.eq_ignore_ascii_case("ref=")) {
+                out.push_str(&rest[..3]);
+                out.push(':');
+                rest = &rest[4..];
+            } else if let Some(tail) = at_ref(rest) {
+                out.push_str("(at)");
+                rest = tail;
+            } else if let Some((digits, tail)) = index_ref(rest) {
+                out.push_str(&format!("({digits})<"));
+                rest = tail;
+            } else {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        out
+    }
+
     proptest! {
+        #[test]
+        fn jumping_agrees_with_char_by_char(s in "(ref=|REF=|rEf|=|@e1|@|\\[12\\]<|\\[|\\]<|1|e|é|x|\\PC)*") {
+            let (fast, slow) = (neutralise(&s), neutralise_by_char(&s));
+            prop_assert_eq!(fast.as_ref(), slow.as_str());
+        }
+
         #[test]
         fn output_never_holds_a_ref_token(s in ".*", t in "(\\[ref=e[0-9]{1,3}\\]|@e[0-9]|\\[[0-9]{1,2}\\]<|ref=| |x|\\[|@|<|é)*") {
             let joined = format!("{s}{t}{s}");

@@ -8,7 +8,7 @@ use crate::failure::is_failed;
 use crate::observation::{self, Observation, TreeKind};
 use crate::receipt::{self, ReceiptInput};
 use crate::tools::BrowserTools;
-use crate::transcript::{Item, Transcript};
+use crate::transcript::{Item, ToolResult, Transcript};
 
 /// What a browser result is, after projection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,16 +87,33 @@ impl Plan {
     }
 }
 
-/// A browser result while planning.
+/// A browser result while planning. Everything that reads the result's text is computed
+/// here, in one visit while the text is in cache: a request holds MBs of results.
 struct Seen<'t, 'a> {
     item: usize,
     tool: &'t str,
     failed: bool,
     observation: Option<Observation<'t>>,
-    result: &'t crate::transcript::ToolResult<'a>,
+    result: &'t ToolResult<'a>,
+    /// See [`receipt::observation_id`].
+    id: String,
+    /// The text's verification lines, for results that may collapse.
+    verification: Vec<String>,
 }
 
-impl Seen<'_, '_> {
+impl<'t, 'a> Seen<'t, 'a> {
+    fn read(item: usize, tool: &'t str, result: &'t ToolResult<'a>, config: &Config) -> Self {
+        let text = &result.text;
+        let failed = result.is_error || is_failed(text);
+        let observation = observation::parse_header(text);
+        let id = receipt::observation_id(text);
+        let mut s = Seen { item, tool, failed, observation, result, id, verification: Vec::new() };
+        if config.browser_history_compaction && s.tree().is_some() {
+            s.verification = receipt::verification_lines(text);
+        }
+        s
+    }
+
     fn tree(&self) -> Option<TreeKind> {
         match &self.observation {
             Some(o) if !self.failed && o.is_observation() => Some(o.kind),
@@ -111,7 +128,7 @@ pub fn plan(transcript: &Transcript<'_>, config: &Config) -> Plan {
     let seen = browser_results(transcript, config);
     let live_from = live_start(&seen);
     let mut plan = Plan::default();
-    for (i, s) in seen.iter().enumerate() {
+    for (i, s) in seen.into_iter().enumerate() {
         let collapse = config.browser_history_compaction
             && s.tree().is_some()
             && live_from.is_some_and(|start| i < start);
@@ -124,16 +141,18 @@ pub fn plan(transcript: &Transcript<'_>, config: &Config) -> Plan {
 fn browser_results<'t, 'a>(transcript: &'t Transcript<'a>, config: &Config) -> Vec<Seen<'t, 'a>> {
     let tools = BrowserTools::new(&config.browser_tools);
     let pairs = transcript.pair_calls();
-    let mut seen = Vec::new();
+    let results = transcript.items.iter().filter(|i| matches!(i, Item::Result(_))).count();
+    let mut seen = Vec::with_capacity(results);
+    let mut known: std::collections::HashMap<&str, bool> = Default::default();
     for (item, entry) in transcript.items.iter().enumerate() {
         let Item::Result(result) = entry else { continue };
         let Some(call) = pairs[item].and_then(|c| transcript.call(c)) else { continue };
-        if !tools.is_browser(&call.name) {
+        // A request uses a handful of tool names, each matched against every pattern once.
+        let browser = *known.entry(&call.name).or_insert_with(|| tools.is_browser(&call.name));
+        if !browser {
             continue;
         }
-        let failed = result.is_error || is_failed(&result.text);
-        let observation = observation::parse_header(&result.text);
-        seen.push(Seen { item, tool: &call.name, failed, observation, result });
+        seen.push(Seen::read(item, &call.name, result, config));
     }
     seen
 }
@@ -157,20 +176,19 @@ fn live_start(seen: &[Seen<'_, '_>]) -> Option<usize> {
 }
 
 fn report(
-    s: &Seen<'_, '_>,
+    s: Seen<'_, '_>,
     collapse: bool,
     config: &Config,
     edits: &mut Vec<Edit>,
 ) -> ResultReport {
     let text = s.result.text.as_ref();
-    let id = receipt::observation_id(text);
-    let status = status_of(s, collapse);
+    let status = status_of(&s, collapse);
     let mut bytes_after = text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
     if let (true, Some(obs)) = (collapse, &s.observation) {
         let images = s.result.images + obs.images;
-        let input = ReceiptInput { id: &id, tool: s.tool, observation: obs, images_dropped: images };
-        let collapsed = receipt::collapse(&input, text, config.receipt_max_bytes);
+        let input = ReceiptInput { id: &s.id, tool: s.tool, observation: obs, images_dropped: images };
+        let collapsed = receipt::collapse_with(&input, &s.verification, config.receipt_max_bytes);
         bytes_after = collapsed.len();
         refs_withheld = obs.ref_count();
         images_dropped = images;
@@ -182,7 +200,7 @@ fn report(
         message: s.result.message,
         call_id: s.result.call_id.as_deref().map(str::to_string),
         tool: s.tool.to_string(),
-        observation_id: id,
+        observation_id: s.id,
         status,
         format: obs.map(|o| o.format),
         url: obs.and_then(|o| o.url.as_deref()).map(str::to_string),

@@ -3,7 +3,13 @@
 //! Everything here is deterministic: the same observation gives the same bytes however the
 //! transcript around it grows, which keeps provider prompt caches warm.
 
-use crate::failure::{line_at, line_starts};
+use std::borrow::Cow;
+use std::io::Write as _;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+use crate::failure::{is_verification_line, line_at};
 use crate::neutralise::neutralise;
 use crate::observation::Observation;
 
@@ -20,7 +26,10 @@ const CUT_MARKER: &str = " …[receipt cut]… ";
 /// A short observation ID: 8 hex digits of a hash of the result text. It names the
 /// observation itself, so it stays the same when the transcript grows or is trimmed.
 pub fn observation_id(text: &str) -> String {
-    format!("{:08x}", (xxhash_rust::xxh3::xxh3_64(text.as_bytes()) >> 32) as u32)
+    let hash = (xxhash_rust::xxh3::xxh3_64(text.as_bytes()) >> 32) as u32;
+    // `format!("{hash:08x}")`, without the formatting machinery: this runs for every result.
+    let digit = |i: u32| b"0123456789abcdef".get(((hash >> (28 - 4 * i)) & 0xf) as usize).copied();
+    (0..8).map(|i| char::from(digit(i).unwrap_or(b'0'))).collect()
 }
 
 /// What a receipt says about one observation.
@@ -33,12 +42,18 @@ pub struct ReceiptInput<'o, 'a> {
 
 /// Renders the collapsed form of an observation whose original text is `original`.
 pub fn collapse(input: &ReceiptInput<'_, '_>, original: &str, max_receipt_bytes: usize) -> String {
+    collapse_with(input, &verification_lines(original), max_receipt_bytes)
+}
+
+/// [`collapse`], given the original's [`verification_lines`].
+pub(crate) fn collapse_with(input: &ReceiptInput<'_, '_>, verification: &[String], max_receipt_bytes: usize) -> String {
     let mut out = receipt_line(input, max_receipt_bytes);
+    out.reserve(STALE_NOTICE.len() + 1);
     out.push('\n');
     out.push_str(STALE_NOTICE);
-    for line in verification_lines(original) {
+    for line in verification {
         out.push('\n');
-        out.push_str(&line);
+        out.push_str(line);
     }
     out
 }
@@ -47,30 +62,62 @@ pub fn collapse(input: &ReceiptInput<'_, '_>, original: &str, max_receipt_bytes:
 /// neutralised, so a title cannot end the line, fake a field or carry a live ref.
 pub fn receipt_line(input: &ReceiptInput<'_, '_>, max_bytes: usize) -> String {
     let obs = input.observation;
-    let mut line = format!("{RECEIPT_TAG} observation={} tool={}", input.id, quote(input.tool));
+    // One buffer for the whole line: a request can collapse thousands of observations.
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(RECEIPT_TAG.as_bytes());
+    line.extend_from_slice(b" observation=");
+    line.extend_from_slice(input.id.as_bytes());
+    push_field(&mut line, " tool=", input.tool);
     if let Some(url) = &obs.url {
-        line.push_str(&format!(" url={}", quote(url)));
+        push_field(&mut line, " url=", url);
     }
     if let Some(title) = &obs.title {
-        line.push_str(&format!(" title={}", quote(title)));
+        push_field(&mut line, " title=", title);
     }
     if let Some(tab) = obs.current_tab() {
-        line.push_str(&format!(" tab={}", tab.index));
+        let _ = write!(line, " tab={}", tab.index);
     }
     if let Some(action) = &obs.action {
-        line.push_str(&format!(" action={}", quote(action)));
+        push_field(&mut line, " action=", action);
     }
-    line.push_str(&format!(" refs_withheld={}", obs.ref_count()));
+    let _ = write!(line, " refs_withheld={}", obs.ref_count());
     if input.images_dropped > 0 {
-        line.push_str(&format!(" images_dropped={}", input.images_dropped));
+        let _ = write!(line, " images_dropped={}", input.images_dropped);
     }
-    cut_middle(&neutralise(&line), max_bytes)
+    // Only whole UTF-8 strings and ASCII were written, so this cannot fail.
+    let line = String::from_utf8(line).unwrap_or_default();
+    let line = match neutralise(&line) {
+        Cow::Borrowed(_) => line,
+        Cow::Owned(neutralised) => neutralised,
+    };
+    cut_middle_owned(line, max_bytes)
 }
 
-/// JSON-quotes a page-supplied string, so it cannot end the line or fake a field, and
-/// defangs our own tag inside it, so it cannot read as a second receipt.
-fn quote(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string().replace("[staleguard", "(staleguard")
+/// Finds our tag inside page-supplied strings.
+static TAG: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("[staleguard"));
+
+/// Appends ` name=` and the value, JSON-quoted so that it cannot end the line or fake a
+/// field, with our own tag defanged so that it cannot read as a second receipt.
+fn push_field(line: &mut Vec<u8>, name: &str, value: &str) {
+    line.extend_from_slice(name.as_bytes());
+    let start = line.len();
+    let _ = serde_json::to_writer(&mut *line, value);
+    // `[staleguard` becomes `(staleguard`: the same length, so it is done in place.
+    let quoted = line.get_mut(start..).unwrap_or_default();
+    let tags: Vec<usize> = TAG.find_iter(quoted).collect();
+    for at in tags {
+        if let Some(b) = quoted.get_mut(at) {
+            *b = b'(';
+        }
+    }
+}
+
+/// [`cut_middle`] for a string we own: returned as it is when it fits.
+fn cut_middle_owned(s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    cut_middle(&s, max)
 }
 
 /// Cuts the middle out of `s` so it fits `max` bytes, with a visible marker, never
@@ -106,12 +153,12 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 pub fn verification_lines(original: &str) -> Vec<String> {
     let mut kept = Vec::new();
     let (mut bytes, mut omitted) = (0, 0);
-    let mut starts: Vec<usize> = line_starts(original, "[verified:")
-        .chain(line_starts(original, "[UNVERIFIED"))
-        .collect();
-    starts.sort_unstable();
-    for at in starts {
-        let line = neutralise(line_at(original, at).trim_end_matches('\r'));
+    for at in bracket_line_starts(original) {
+        let line = line_at(original, at);
+        if !is_verification_line(line) {
+            continue;
+        }
+        let line = neutralise(line.trim_end_matches('\r'));
         if kept.len() < MAX_VERIFICATION_LINES && bytes + line.len() <= MAX_VERIFICATION_BYTES {
             bytes += line.len();
             kept.push(line.into_owned());
@@ -123,6 +170,16 @@ pub fn verification_lines(original: &str) -> Vec<String> {
         kept.push(format!("[staleguard] {omitted} more verification line(s) omitted."));
     }
     kept
+}
+
+/// Finds a line that starts with `[`, as both kinds of verification line do, so one pass
+/// finds both. `[` alone would stop at every ref of a tree.
+static LINE_BRACKET: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n["));
+
+/// Offsets of the lines of `text` that start with `[`, in order.
+fn bracket_line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let first = text.starts_with('[').then_some(0);
+    first.into_iter().chain(LINE_BRACKET.find_iter(text.as_bytes()).map(|at| at + 1))
 }
 
 /// True when a result text is already a collapsed observation.
@@ -176,8 +233,20 @@ mod tests {
         assert_eq!(verification_lines(&long), vec!["[verified: ok]".to_string(), "[staleguard] 1 more verification line(s) omitted.".to_string()]);
     }
 
+    proptest::proptest! {
+        /// Fields are quoted exactly as through `serde_json::Value`, with the tag defanged.
+        #[test]
+        fn fields_are_json_quoted(s in "(\\PC|[\"\\\\\n\u{1}]|\\[staleguard)*") {
+            let mut line = Vec::new();
+            push_field(&mut line, " x=", &s);
+            let old = serde_json::Value::String(s.clone()).to_string().replace("[staleguard", "(staleguard");
+            proptest::prop_assert_eq!(String::from_utf8(line).unwrap(), format!(" x={old}"));
+        }
+    }
+
     #[test]
     fn ids_are_stable_and_short() {
+        assert_eq!(observation_id("abc"), format!("{:08x}", (xxhash_rust::xxh3::xxh3_64(b"abc") >> 32) as u32));
         assert_eq!(observation_id("abc"), observation_id("abc"));
         assert_ne!(observation_id("abc"), observation_id("abd"));
         assert_eq!(observation_id("").len(), 8);

@@ -52,8 +52,10 @@ impl BrowserTools {
 
 /// `mcp__playwright__browser_click` and `playwright__browser_click` name `browser_click`.
 pub fn strip_mcp_prefix(name: &str) -> &str {
-    match name.rfind("__") {
-        Some(i) => &name[i + 2..],
+    // A byte search: `rfind` with a string pattern sets up a full substring searcher, and
+    // this runs for every tool result.
+    match name.as_bytes().windows(2).rposition(|w| w == b"__") {
+        Some(i) => name.get(i + 2..).unwrap_or(name),
         None => name,
     }
 }
@@ -77,6 +79,14 @@ mod tests {
         }
         for name in ["read_file", "clicker", "web_search", "mcp__fs__read_file", ""] {
             assert!(!t.is_browser(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn prefix_is_cut_at_the_last_double_underscore() {
+        for name in ["", "_", "__", "___", "a___b", "__x", "x__", "mcp__a__b", "é__ü", "a_b"] {
+            let expected = name.rfind("__").map_or(name, |i| &name[i + 2..]);
+            assert_eq!(strip_mcp_prefix(name), expected, "{name}");
         }
     }
 

@@ -7,9 +7,11 @@
 //! `- Page ...` lines, fences or `Current snapshot:`, and are rejected up front.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use super::aria::{self, lines, TreeStats};
-use super::pw_common::contains;
 use super::{Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
@@ -64,10 +66,16 @@ const OTHER_FORMATS: &[&str] = &[
     "\nCurrent snapshot:",
 ];
 
+/// Finders for [`OTHER_FORMATS`], built once: building one costs more than searching a
+/// short result.
+static OTHER_FINDERS: LazyLock<Vec<Finder<'static>>> =
+    LazyLock::new(|| OTHER_FORMATS.iter().map(Finder::new).collect());
+
 fn is_other_format(text: &str) -> bool {
     OTHER_FORMATS
         .iter()
-        .any(|m| text.starts_with(&m[1..]) || contains(text, m))
+        .zip(OTHER_FINDERS.iter())
+        .any(|(m, f)| text.starts_with(&m[1..]) || f.find(text.as_bytes()).is_some())
 }
 
 /// Reads the page lines before the tree; returns the first tree line.

@@ -149,32 +149,220 @@ pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut Tree
 }
 
 /// Counts the refs [`parse_tree`] would find, and tells whether the tree is a diff, without
-/// building anything. Only lines holding `ref=` or `<changed>` are looked at; they are found
-/// by SIMD search, and each is read by the same key parser as [`parse_line`].
+/// building anything. Trees can be MBs with a ref on nearly every line, so each line is read
+/// once, in place, by [`fast_line_ref`]; lines it does not vouch for go to [`line_ref`],
+/// which reads them with the same key parser as [`parse_line`].
 pub fn count_refs(tree: &str) -> (usize, bool) {
-    let bytes = tree.as_bytes();
-    let (mut count, mut diff) = (0, false);
-    let mut next_line = 0;
-    for hit in memchr::memmem::find_iter(bytes, b"ref=") {
-        if hit < next_line {
-            continue;
-        }
-        let start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
-        let end = memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i);
-        next_line = end + 1;
-        let line = tree.get(start..end).unwrap_or("");
-        let (has_ref, changed) = line_ref(line.strip_suffix('\r').unwrap_or(line));
-        count += usize::from(has_ref);
-        diff |= changed;
-    }
-    // A changed node without a ref (`- <changed> text: ...`) still marks a diff.
-    diff = diff
-        || memchr::memmem::find_iter(bytes, b"- <changed> ").any(|at| {
-            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
-            tree.get(start..at).is_some_and(|indent| indent.trim_start().is_empty())
-        });
+    let (count, diff, _) = count_lines(tree, 0, false);
     (count, diff)
 }
+
+/// [`count_refs`] of the tree that starts at `from` in `text` and runs to the first bare
+/// closing fence line (`` ``` `` and ASCII whitespace) or the end; also returns where that
+/// line starts. One walk, instead of a search for the fence and then a count.
+pub(crate) fn count_refs_to_fence(text: &str, from: usize) -> (usize, bool, usize) {
+    count_lines(text, from, true)
+}
+
+fn count_lines(text: &str, from: usize, stop_at_fence: bool) -> (usize, bool, usize) {
+    let b = text.as_bytes();
+    let (mut count, mut diff) = (0, false);
+    let mut start = from;
+    while start < b.len() {
+        let (verdict, read_to) = fast_line_ref(b, start);
+        let end = line_end(b, read_to);
+        if stop_at_fence && b.get(start) == Some(&b'`') && is_fence_line(b.get(start..end).unwrap_or(&[])) {
+            return (count, diff, start);
+        }
+        let (has_ref, changed) = match verdict {
+            Some(has_ref) => (has_ref, false),
+            None => {
+                // `\n` is ASCII, so both ends are char boundaries.
+                let line = text.get(start..end).unwrap_or("");
+                line_ref(line.strip_suffix('\r').unwrap_or(line))
+            }
+        };
+        count += usize::from(has_ref);
+        diff |= changed;
+        start = end + 1;
+    }
+    (count, diff, b.len())
+}
+
+/// A line that closes a fence: `` ``` `` and nothing but ASCII whitespace.
+fn is_fence_line(line: &[u8]) -> bool {
+    line.strip_prefix(b"```").is_some_and(|rest| rest.iter().all(u8::is_ascii_whitespace))
+}
+
+/// Whether the line starting at `start` carries a ref, when it has the common shape
+/// `<spaces>- role[ "name"][ [attr]...]...`; it then is no diff line. Also returns how far
+/// it read, never past the line's `\n`. `None` when the line may need more than that
+/// (diff lines, quoted keys, regex names, other whitespace, unusual brackets): the caller
+/// asks [`line_ref`], so both always agree.
+fn fast_line_ref(b: &[u8], start: usize) -> (Option<bool>, usize) {
+    let mut i = skip_spaces(b, start);
+    match (b.get(i), b.get(i + 1)) {
+        (Some(b'-'), Some(b' ')) => i += 2,
+        // Nothing but spaces, or a first byte that is neither whitespace nor `- `: no node.
+        (None | Some(b'\n'), _) => return (Some(false), i),
+        (Some(&c), _) => return ((c.is_ascii() && !is_ascii_space(c)).then_some(false), i),
+    }
+    match b.get(i) {
+        // `<changed> `, `ref=e4 [unchanged]`, a single-quoted key: the exact reader decides.
+        Some(b'<' | b'\'') => return (None, i),
+        Some(b'r') if b.get(i..i + 4) == Some(b"ref=") => return (None, i),
+        // What follows `- ` must start with a letter to be a node (see `parse_key`).
+        Some(c) if c.is_ascii_alphabetic() => {}
+        _ => return (Some(false), i),
+    }
+    while b.get(i).is_some_and(|&c| is_role_byte(c)) {
+        i += 1;
+    }
+    if b.get(i) == Some(&b' ') {
+        match b.get(i + 1) {
+            // An unterminated name makes the line no node at all.
+            Some(b'"') => match closing_quote_in_line(b, i + 2) {
+                Some(close) => i = close + 1,
+                None => return (Some(false), i),
+            },
+            Some(b'/') => return (None, i),
+            _ => {}
+        }
+    }
+    attrs_have_ref(b, i)
+}
+
+/// Reads the attribute brackets at `i` as `parse_key` does, up to the line's end.
+fn attrs_have_ref(b: &[u8], mut i: usize) -> (Option<bool>, usize) {
+    let mut found = false;
+    while b.get(i) == Some(&b' ') && b.get(i + 1) == Some(&b'[') {
+        let content = b.get(i + 2..).unwrap_or(&[]);
+        // A bracket left open on its line ends the attributes.
+        let Some(close) = find_any(content, [b']', b'\n', b'\n']).filter(|&c| content.get(c) == Some(&b']')) else {
+            break;
+        };
+        match bracket_has_ref(content.get(..close).unwrap_or(&[])) {
+            Some(has) => found |= has,
+            None => return (None, i),
+        }
+        i += 2 + close + 1;
+    }
+    (Some(found), i)
+}
+
+/// Offset of the `\n` that ends the line holding `at` (or the end of `b`). What is left of
+/// a tree line after its attributes is mostly nothing or `:`, so look close first.
+fn line_end(b: &[u8], at: usize) -> usize {
+    let rest = b.get(at..).unwrap_or(&[]);
+    let near = rest.get(..8).unwrap_or(rest);
+    let found = match near.iter().position(|&c| c == b'\n') {
+        Some(i) => Some(i),
+        None => memchr(b'\n', rest),
+    };
+    at + found.unwrap_or(rest.len())
+}
+
+/// Offset of the first byte at or after `i` that is not a space, a word at a time:
+/// indentation runs deep in large trees.
+fn skip_spaces(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::MAX / 255;
+    while let Some(Ok(chunk)) = b.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let x = u64::from_le_bytes(chunk) ^ (ONES * u64::from(b' '));
+        // Flags every byte of `x` that is not zero, that is every byte that is not a space.
+        let other = (((x & (ONES * 0x7f)) + ONES * 0x7f) | x) & (ONES << 7);
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// Offset of the `"` that closes a name whose text starts at `from`, as [`closing_double_quote`]
+/// finds it in the line; `None` when the line ends first.
+fn closing_quote_in_line(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    loop {
+        let at = i + find_any(b.get(i..)?, [b'"', b'\\', b'\n'])?;
+        match b.get(at) {
+            Some(b'"') => return Some(at),
+            // A backslash escapes the byte after it, unless that ends the line.
+            Some(b'\\') if b.get(at + 1) != Some(&b'\n') => i = at + 2,
+            _ => return None,
+        }
+    }
+}
+
+/// Whether one attribute bracket's content holds a `ref=<id>` item, as [`attr_items`] splits
+/// it. `None` when the content has a `[` (which restarts an item there) or non-ASCII bytes
+/// (which `trim` may treat as whitespace).
+fn bracket_has_ref(content: &[u8]) -> Option<bool> {
+    // Playwright's own shape, `[ref=e12]`, needs no splitting.
+    if let Some(id) = content.strip_prefix(b"ref=") {
+        if !id.is_empty() && id.iter().all(|&c| is_role_byte(c)) {
+            return Some(true);
+        }
+    }
+    if content.iter().any(|&c| c == b'[' || !c.is_ascii()) {
+        return None;
+    }
+    let is_ref = |item: &[u8]| {
+        let start = item.iter().position(|&c| !is_ascii_space(c)).unwrap_or(item.len());
+        let end = item.iter().rposition(|&c| !is_ascii_space(c)).map_or(start, |e| e + 1);
+        let id = item.get(start..end).and_then(|t| t.strip_prefix(b"ref="));
+        id.is_some_and(|id| !id.is_empty() && id.iter().all(|&c| is_role_byte(c)))
+    };
+    Some(content.split(|&c| c == b',').any(is_ref))
+}
+
+/// Index of the first byte of `hay` that is one of `bytes`, a word at a time: names and
+/// attribute brackets are too short for a `memchr` call to pay off.
+fn find_any(hay: &[u8], bytes: [u8; 3]) -> Option<usize> {
+    const ONES: u64 = u64::MAX / 255;
+    let mut at = 0;
+    while let Some(word) = hay.get(at..at + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(word) else { break };
+        let w = u64::from_le_bytes(chunk);
+        // A zero byte of `w ^ splat(x)` is a match; its lowest flagged bit marks the first
+        // one, as borrows only spill upward.
+        let zero = |x: u8| {
+            let v = w ^ (ONES * u64::from(x));
+            v.wrapping_sub(ONES) & !v
+        };
+        let found = (zero(bytes[0]) | zero(bytes[1]) | zero(bytes[2])) & (ONES << 7);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = hay.get(at..)?;
+    tail.iter().position(|c| bytes.contains(c)).map(|i| at + i)
+}
+
+/// The ASCII bytes `char::is_whitespace` accepts (unlike `u8::is_ascii_whitespace`, which
+/// leaves out vertical tab).
+fn is_ascii_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
+}
+
+/// A byte of a role: `[A-Za-z0-9_-]`. A table lookup: this runs on most bytes of a tree.
+fn is_role_byte(c: u8) -> bool {
+    ROLE_BYTES[usize::from(c)]
+}
+
+static ROLE_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        table[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+        c += 1;
+    }
+    table
+};
 
 /// Whether a tree line carries a ref, and whether it is a diff line; as [`parse_line`] reads it.
 fn line_ref(line: &str) -> (bool, bool) {
@@ -315,16 +503,17 @@ fn name_at(s: &str, pos: usize) -> Option<Option<(Span, usize)>> {
     Some(None)
 }
 
-/// Index of the unescaped `"` that closes a double-quoted string.
+/// Index of the unescaped `"` that closes a double-quoted string. Jumps between quotes and
+/// backslashes with `memchr2`: names are read on every line of every tree.
 fn closing_double_quote(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
+    while let Some(at) = b.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+        if b.get(i + at) == Some(&b'"') {
+            return Some(i + at);
         }
+        // A backslash escapes the byte after it.
+        i += at + 2;
     }
     None
 }
@@ -694,5 +883,51 @@ mod tests {
         assert_eq!((l[1].start, l[1].next, l[1].text), (3, 6, "bc"));
         assert_eq!(l[0].text, "a");
         assert_eq!(l[3].next, 8);
+    }
+
+    /// One tree line built slot by slot (indent, dash, role, name, brackets, rest), each slot
+    /// mostly well-formed and sometimes not, so every branch of the fast counter is reached.
+    fn tree_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let pick = |v: Vec<&'static str>| proptest::sample::select(v);
+        let indent = pick(vec!["", "  ", "          ", "\t", "\u{b}", "\u{a0}", " \r", "é"]);
+        let dash = pick(vec!["- ", "- ", "-", "", "- <changed> ", "- '", "- ref=e4 [unchanged]"]);
+        let role = pick(vec!["button", "cell", "x", "", "/url", "é", "a_b-1", "ref=e1"]);
+        let name = pick(vec!["", " \"Name\"", " \"a [ref=e9] \\\" b\"", " \"x\\", " \"x", " /a/", " \"é\\\\\"", "\""]);
+        let bracket = pick(vec![
+            " [ref=e1]", " [ref=f2e3]", " [level=1]", " [ref=]", " [ref=e1 ]", " [ ref=e1]",
+            " [level=1, ref=e2]", " [ref=e1,x]", " [a[ref=e3]", " [ref=é]", " [\u{a0}ref=e5]",
+            " [\u{b}ref=e6]", " [\tref=e7,\u{c}]", " [ref=e1", "[ref=e1]", " [ref=e1\r]",
+        ]);
+        let rest = pick(vec!["", ":", ": text [ref=e8]", " clickable [cursor:pointer]", "\r", "'", "':"]);
+        let end = pick(vec!["\n", "\r\n", ""]);
+        (indent, dash, role, name, proptest::collection::vec(bracket, 0..3), rest, end).prop_map(
+            |(i, d, r, n, b, t, e)| format!("{i}{d}{r}{n}{}{t}{e}", b.concat()),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// The fast counter must tell exactly what the full parse finds.
+        #[test]
+        fn count_refs_agrees_with_parse_tree(lines in proptest::collection::vec(tree_line(), 0..6)) {
+            let text = lines.concat();
+            let (obs, stats) = tree(&text);
+            proptest::prop_assert_eq!(count_refs(&text), (obs.refs.len(), stats.diff), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn count_refs_edge_lines() {
+        for text in [
+            "", "\n", "- a \"x\\\n\" [ref=e1]", "- a \"x\\\r\n\" [ref=e1]", "- a [ref=e1\n]",
+            "- a [ref=e1]\r\n- b [ref=e2]", "  \t- a [ref=e1]", "\u{a0}- a [ref=e1]",
+            "- a [\u{a0}ref=e1]", "- a [x [ref=e1]", "- <changed> text: x", "- ref=e2 [unchanged]",
+            "- 'a [ref=e1]':", "- a /b/ [ref=e1]", "- a\r [ref=e1]", "-  a [ref=e1]",
+        ] {
+            let (obs, stats) = tree(text);
+            assert_eq!(count_refs(text), (obs.refs.len(), stats.diff), "{text:?}");
+        }
     }
 }

@@ -3,11 +3,13 @@
 //! detector then checks its own markers and builds the observation.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
-use memchr::memmem;
+use memchr::memmem::Finder;
 
 use super::aria::{self, lines};
 use super::{Observation, Tab, TreeKind};
+use crate::failure::{line_starts_found, HEADING};
 
 pub(super) const H_RAN_CODE: u16 = 1;
 pub(super) const H_OPEN_TABS: u16 = 1 << 1;
@@ -42,6 +44,8 @@ pub(super) struct Scan<'a> {
     pub tabs: Vec<Tab<'a>>,
     /// The inline ```yaml snapshot, up to the closing fence or the end of the text.
     pub tree: Option<&'a str>,
+    /// At header depth, the tree's ref count and whether it is a diff.
+    pub counted: Option<(usize, bool)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,8 +80,8 @@ struct Scanner<'a> {
     bare_code: Option<(usize, usize)>,
 }
 
-/// Scans `text` once.
-pub(super) fn scan(text: &str) -> Scan<'_> {
+/// Scans `text` once. At header depth the tree's refs are counted on the way.
+pub(super) fn scan(text: &str, depth: Depth) -> Scan<'_> {
     let mut s = Scanner {
         text,
         scan: Scan::default(),
@@ -94,7 +98,15 @@ pub(super) fn scan(text: &str) -> Scan<'_> {
         // A tree can be MBs: jump to its closing fence instead of looking at every line.
         if s.fence == Some(Fence::Tree) && s.fence_start.is_none() {
             s.fence_start = Some(line.next);
-            it.seek(closing_fence(text, line.next));
+            let end = match depth {
+                Depth::Header => {
+                    let (count, diff, end) = aria::count_refs_to_fence(text, line.next);
+                    s.scan.counted = Some((count, diff));
+                    end
+                }
+                Depth::Full => closing_fence(text, line.next),
+            };
+            it.seek(end);
         }
     }
     s.finish()
@@ -207,13 +219,17 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Finds the fences around code and trees.
+static FENCE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("```"));
+
 /// Start of the first line at or after `from` that is a bare closing fence, or the end.
 fn closing_fence(text: &str, from: usize) -> usize {
     let Some(rest) = text.get(from..) else {
         return text.len();
     };
     let bytes = rest.as_bytes();
-    memmem::find_iter(bytes, b"```")
+    FENCE
+        .find_iter(bytes)
         .filter(|&at| at == 0 || bytes.get(at - 1) == Some(&b'\n'))
         .find(|&at| {
             let line = &bytes[at..];
@@ -269,17 +285,20 @@ pub(super) fn parse_tab(line: &str) -> Option<Tab<'_>> {
 /// True when `heading` (e.g. `### Page`) stands alone on a line of `text`. A cheap filter
 /// before the full scan.
 pub(super) fn has_heading(text: &str, heading: &str) -> bool {
-    let bytes = text.as_bytes();
-    memmem::find_iter(bytes, heading.as_bytes()).any(|at| {
-        let starts_line = at == 0 || bytes.get(at - 1) == Some(&b'\n');
-        let end = at + heading.len();
-        starts_line && matches!(bytes.get(end), None | Some(b'\n' | b'\r'))
-    })
+    has_any_heading(text, &[heading])
 }
 
-/// True when `text` contains `needle` anywhere.
-pub(super) fn contains(text: &str, needle: &str) -> bool {
-    memmem::find(text.as_bytes(), needle.as_bytes()).is_some()
+/// True when any of `headings` (each starting with `### `) stands alone on a line of `text`.
+/// One pass over the `### ` line starts checks them all.
+pub(super) fn has_any_heading(text: &str, headings: &[&str]) -> bool {
+    let bytes = text.as_bytes();
+    line_starts_found(text, &HEADING).any(|at| {
+        headings.iter().any(|heading| {
+            let end = at + heading.len();
+            bytes.get(at..end) == Some(heading.as_bytes())
+                && matches!(bytes.get(end), None | Some(b'\n' | b'\r'))
+        })
+    })
 }
 
 /// Length of the frame prefix of a ref like `f3e7` (`f3`); `None` for `e7` and others.
@@ -332,7 +351,7 @@ pub(super) fn build<'a>(
     }
     let mut obs = Observation::new(format, TreeKind::Report);
     if let (Some(tree), Depth::Header) = (scan.tree, depth) {
-        let (count, diff) = aria::count_refs(tree);
+        let (count, diff) = scan.counted.unwrap_or_else(|| aria::count_refs(tree));
         obs.counted_refs = count;
         obs.kind = if diff { TreeKind::Diff } else { TreeKind::Full };
     } else if let Some(tree) = scan.tree {

@@ -2,7 +2,11 @@
 //! `- Page Title:`, `- Page Snapshot` + ```yaml, and with several tabs `### Open tabs`
 //! (1-based) + `### Current tab`.
 
-use super::pw_common::{Depth, build, contains, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+use super::pw_common::{Depth, build, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
@@ -26,14 +30,16 @@ impl ObservationFormat for PlaywrightLegacy {
     }
 }
 
+/// Finds the page lines, one of which a result of this era holds. Built once: building a
+/// finder costs more than searching a short result.
+static PAGE_LINES: LazyLock<[Finder<'static>; 3]> =
+    LazyLock::new(|| ["- Page URL:", "- Page Title:", "- Page Snapshot"].map(Finder::new));
+
 fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
-    if !["- Page URL:", "- Page Title:", "- Page Snapshot"]
-        .iter()
-        .any(|m| contains(text, m))
-    {
+    if !PAGE_LINES.iter().any(|f| f.find(text.as_bytes()).is_some()) {
         return None;
     }
-    let scan = scan(text);
+    let scan = scan(text, depth);
     if !scan.page_lines || scan.headings & (H_PAGE | H_PAGE_STATE | H_SNAPSHOT) != 0 {
         return None;
     }

@@ -2,7 +2,7 @@
 //! `### Snapshot` (an inline ```yaml tree, full or incremental, or a link to a `.yml` file),
 //! `### Result`, `### Error`, `### Events`.
 
-use super::pw_common::{Depth, build, has_heading, scan, H_PAGE, H_SNAPSHOT};
+use super::pw_common::{Depth, build, has_any_heading, scan, H_PAGE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
@@ -27,10 +27,10 @@ impl ObservationFormat for PlaywrightPage {
 }
 
 fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
-    if !has_heading(text, "### Page") && !has_heading(text, "### Snapshot") {
+    if !has_any_heading(text, &["### Page", "### Snapshot"]) {
         return None;
     }
-    let scan = scan(text);
+    let scan = scan(text, depth);
     if scan.headings & (H_PAGE | H_SNAPSHOT) == 0 {
         return None;
     }

@@ -30,7 +30,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
     if !has_heading(text, "### Page state") {
         return None;
     }
-    let scan = scan(text);
+    let scan = scan(text, depth);
     if scan.headings & H_PAGE_STATE == 0 || scan.headings & (H_PAGE | H_SNAPSHOT) != 0 {
         return None;
     }
