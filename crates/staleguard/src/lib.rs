@@ -33,6 +33,8 @@
 
 pub mod adapter;
 pub mod config;
+pub mod evidence;
+pub mod fingerprint;
 mod error;
 pub mod failure;
 pub mod neutralise;
@@ -41,6 +43,7 @@ pub mod projection;
 pub mod receipt;
 pub mod tools;
 pub mod transcript;
+pub mod urlnorm;
 
 pub use adapter::{project_request, Projected, RequestFormat};
 pub use config::Config;

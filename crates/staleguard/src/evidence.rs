@@ -1,0 +1,343 @@
+//! Evidence (SPEC 3): grounded, verbatim quotes from collapsed pages, on a capped track.
+//!
+//! Facts read on pages that projection collapsed (a price, a confirmation number) must not
+//! vanish. Quotes are never summaries: every quote is a substring of a chunk of page text
+//! that the browser actually returned, with its URL and observation.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::neutralise::neutralise;
+use crate::urlnorm::normalise;
+
+/// The header of the evidence block. It says what the block is.
+pub const EVIDENCE_HEADER: &str =
+    "Retained observed evidence (untrusted page data, no actionable refs):";
+
+/// An evidence item named by the host: a quote it wants kept, with where it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceItem {
+    pub source_url: String,
+    pub observation: String,
+    pub quote: String,
+}
+
+/// A chunk of page text as the browser returned it.
+#[derive(Debug, Clone)]
+pub struct Chunk<'t> {
+    pub url: Cow<'t, str>,
+    /// The short observation ID (as receipts show it).
+    pub observation: String,
+    /// The format's own ID for the observation, when it has one (the seed's UUIDs).
+    pub document: Option<Cow<'t, str>>,
+    pub text: Cow<'t, str>,
+    /// Position of the result in the transcript: later is newer.
+    pub position: usize,
+}
+
+/// A quote on the evidence track.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Quote {
+    pub source_url: String,
+    pub observation: String,
+    pub quote: String,
+}
+
+/// Why an explicit item was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// No browser result in the request has this observation ID.
+    UnknownObservation,
+    /// The observation exists, but not at this URL.
+    UrlMismatch,
+    /// The quote is not a substring of any chunk of that page.
+    NotInPage,
+}
+
+impl DropReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::UnknownObservation => "unknown observation",
+            DropReason::UrlMismatch => "URL does not match the observation",
+            DropReason::NotInPage => "quote not found in the page text",
+        }
+    }
+}
+
+/// What the evidence track did, for `inspect`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EvidenceReport {
+    pub retained: Vec<Quote>,
+    /// Over the per-quote limit: refused whole, with a notice.
+    pub refused: Vec<Quote>,
+    /// Left out by the request budget, with a notice.
+    pub omitted: Vec<Quote>,
+    /// Explicit items that did not ground.
+    pub dropped: Vec<(EvidenceItem, DropReason)>,
+    /// Bytes of the rendered block.
+    pub bytes: usize,
+}
+
+/// The caps of the evidence track.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_bytes: usize,
+    pub max_items: usize,
+    pub max_quote_bytes: usize,
+}
+
+/// What the model said and was asked, to rank chunks by use.
+#[derive(Debug, Default)]
+pub struct Context<'t> {
+    /// Assistant text and tool-call arguments, with their positions.
+    pub model_text: Vec<(usize, &'t str)>,
+    /// The newest user message.
+    pub question: &'t str,
+}
+
+/// Ranked candidates before the request budget is applied.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub quotes: Vec<Quote>,
+    pub refused: Vec<Quote>,
+    pub dropped: Vec<(EvidenceItem, DropReason)>,
+}
+
+/// Grounds explicit items, ranks collapsed chunks, dedups and applies the caps.
+/// `collapsed` are chunks of collapsed observations, `all` every chunk in the request.
+pub fn select(
+    explicit: &[EvidenceItem],
+    collapsed: &[Chunk<'_>],
+    all: &[Chunk<'_>],
+    live: &[Chunk<'_>],
+    context: &Context<'_>,
+    limits: Limits,
+) -> Selection {
+    let mut selection = Selection::default();
+    let mut candidates = Vec::new();
+    for item in explicit {
+        match ground(item, all) {
+            Ok(quote) => candidates.push(quote),
+            Err(reason) => selection.dropped.push((item.clone(), reason)),
+        }
+    }
+    candidates.extend(rank(collapsed, live, context));
+    let mut seen: HashSet<[u8; 32]> = HashSet::new();
+    let mut bytes = 0;
+    for quote in candidates {
+        if !seen.insert(digest(&quote)) {
+            continue;
+        }
+        if quote.quote.len() > limits.max_quote_bytes {
+            selection.refused.push(quote);
+            continue;
+        }
+        let size = line(&quote).len() + 1;
+        if selection.quotes.len() >= limits.max_items || bytes + size > limits.max_bytes {
+            continue;
+        }
+        bytes += size;
+        selection.quotes.push(quote);
+    }
+    selection
+}
+
+/// Checks an explicit item against the chunks the browser returned.
+fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason> {
+    let of_observation: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.observation == item.observation || c.document.as_deref() == Some(&item.observation))
+        .collect();
+    if of_observation.is_empty() {
+        return Err(DropReason::UnknownObservation);
+    }
+    let url = normalise(&item.source_url);
+    let at_url: Vec<&&Chunk> = of_observation.iter().filter(|c| normalise(&c.url) == url).collect();
+    if at_url.is_empty() {
+        return Err(DropReason::UrlMismatch);
+    }
+    if item.quote.trim().is_empty() || !at_url.iter().any(|c| c.text.contains(item.quote.as_str())) {
+        return Err(DropReason::NotInPage);
+    }
+    Ok(Quote {
+        source_url: item.source_url.clone(),
+        observation: item.observation.clone(),
+        quote: item.quote.clone(),
+    })
+}
+
+/// Collapsed chunks, most useful first: used by the model later or sharing rare words
+/// with the question; then from more recent pages; then short chunks with numbers or IDs.
+/// Chunks still on the live page are left out: they are not stale.
+fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> Vec<Quote> {
+    let live_keys: HashSet<(String, &str)> =
+        live.iter().map(|c| (normalise(&c.url), c.text.as_ref())).collect();
+    let frequency = document_frequency(collapsed.iter().chain(live));
+    let question = words(context.question);
+    let mut later_cache: HashMap<usize, HashSet<String>> = HashMap::new();
+    let mut scored: Vec<(usize, usize, bool, usize, &Chunk<'_>)> = Vec::new();
+    for (order, (oldest, chunk)) in unique_chunks(collapsed).into_iter().enumerate() {
+        if chunk.text.trim().is_empty() || live_keys.contains(&(normalise(&chunk.url), chunk.text.as_ref())) {
+            continue;
+        }
+        let rare: Vec<String> = words(&chunk.text)
+            .into_iter()
+            .filter(|w| frequency.get(w).copied().unwrap_or(0) <= 2)
+            .collect();
+        // The model may have used the fact after any copy of the chunk: count from the oldest.
+        let later = later_cache.entry(oldest).or_insert_with(|| later_words(context, oldest));
+        let used = rare.iter().filter(|w| later.contains(*w)).count();
+        let asked = rare.iter().filter(|w| question.contains(*w)).count();
+        scored.push((used + asked, chunk.position, is_short_fact(&chunk.text), order, chunk));
+    }
+    // Highest score, then newest page, then short facts, then page order: deterministic.
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)).then(a.3.cmp(&b.3)));
+    scored
+        .into_iter()
+        .map(|(.., c)| Quote {
+            source_url: c.url.to_string(),
+            observation: c.observation.clone(),
+            quote: c.text.to_string(),
+        })
+        .collect()
+}
+
+/// One entry per distinct (URL, text): the newest chunk, which names the observation (the
+/// newest observation's ID wins), with the position of the oldest copy.
+fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)> {
+    let mut index: HashMap<(String, &str), usize> = HashMap::new();
+    let mut unique: Vec<(usize, &Chunk)> = Vec::new();
+    for chunk in chunks {
+        let key = (normalise(&chunk.url), chunk.text.as_ref());
+        match index.get(&key) {
+            Some(&i) => {
+                let (oldest, newest) = unique[i];
+                let newer = if chunk.position >= newest.position { chunk } else { newest };
+                unique[i] = (oldest.min(chunk.position), newer);
+            }
+            None => {
+                index.insert(key, unique.len());
+                unique.push((chunk.position, chunk));
+            }
+        }
+    }
+    unique
+}
+
+fn later_words(context: &Context<'_>, position: usize) -> HashSet<String> {
+    context
+        .model_text
+        .iter()
+        .filter(|(at, _)| *at > position)
+        .flat_map(|(_, text)| words(text))
+        .collect()
+}
+
+/// In how many distinct chunks each word occurs.
+fn document_frequency<'c, 't: 'c>(chunks: impl Iterator<Item = &'c Chunk<'t>>) -> HashMap<String, usize> {
+    let mut seen_texts = HashSet::new();
+    let mut frequency = HashMap::new();
+    for chunk in chunks {
+        if !seen_texts.insert(chunk.text.as_ref()) {
+            continue;
+        }
+        for w in words(&chunk.text) {
+            *frequency.entry(w).or_insert(0) += 1;
+        }
+    }
+    frequency
+}
+
+/// Lower-cased words of at least 3 characters, or holding a digit; `$1,140`, `WX-1001`
+/// and `P-0237` stay whole.
+pub fn words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£')))
+        .map(|w| w.trim_matches(|c: char| matches!(c, '.' | ',' | '-')))
+        .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn is_short_fact(text: &str) -> bool {
+    text.len() <= 200 && text.chars().any(|c| c.is_ascii_digit())
+}
+
+fn digest(quote: &Quote) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(normalise(&quote.source_url).as_bytes());
+    hasher.update([0]);
+    hasher.update(quote.quote.as_bytes());
+    hasher.finalize().into()
+}
+
+/// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
+pub fn line(quote: &Quote) -> String {
+    let value = serde_json::json!({
+        "source_url": neutralise(&quote.source_url),
+        "observation": quote.observation,
+        "quote": neutralise(&quote.quote),
+    });
+    value.to_string()
+}
+
+/// The block: header, quote lines, notices.
+pub fn render(quotes: &[Quote], notices: &[String]) -> String {
+    let mut out = String::from(EVIDENCE_HEADER);
+    for q in quotes {
+        out.push('\n');
+        out.push_str(&line(q));
+    }
+    for n in notices {
+        out.push('\n');
+        out.push_str(n);
+    }
+    out
+}
+
+/// The notice for quotes refused by the per-quote limit.
+pub fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<String> {
+    let first = refused.first()?;
+    Some(format!(
+        "[staleguard] {} quote(s) over the {max_quote_bytes}-byte limit were not retained (first: {} bytes from observation {} at {}). Use a targeted find or read on that page for the exact text.",
+        refused.len(),
+        first.quote.len(),
+        first.observation,
+        serde_json::Value::String(neutralise(&first.source_url).into_owned()),
+    ))
+}
+
+/// The notice for quotes omitted by the request budget.
+pub fn omitted_notice(omitted: usize) -> String {
+    format!("[staleguard] {omitted} quote(s) omitted to keep the request within its byte budget. Read back the page to check those facts before relying on them.")
+}
+
+/// Applies the request budget: the most quotes (in rank order) whose block still fits, as
+/// told by `fits`. Room for the omission notice is reserved first, so it never goes missing.
+pub fn fit(selection: Selection, max_quote_bytes: usize, fits: impl Fn(&str) -> bool) -> (Option<String>, EvidenceReport) {
+    let refused_notice = refused_notice(&selection.refused, max_quote_bytes);
+    let mut report = EvidenceReport { refused: selection.refused, dropped: selection.dropped, ..Default::default() };
+    let base_notices: Vec<String> = refused_notice.into_iter().collect();
+    let total = selection.quotes.len();
+    for keep in (0..=total).rev() {
+        let mut notices = base_notices.clone();
+        if keep < total {
+            notices.push(omitted_notice(total - keep));
+        }
+        let (kept, omitted) = selection.quotes.split_at(keep);
+        if kept.is_empty() && notices.is_empty() {
+            return (None, EvidenceReport { omitted: omitted.to_vec(), ..report });
+        }
+        let block = render(kept, &notices);
+        if fits(&block) || keep == 0 {
+            report.retained = kept.to_vec();
+            report.omitted = omitted.to_vec();
+            report.bytes = block.len();
+            return (Some(block), report);
+        }
+    }
+    (None, report)
+}
