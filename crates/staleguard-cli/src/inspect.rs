@@ -66,7 +66,8 @@ impl<'p> Report<'p> {
     }
 
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        let mut s =
+            serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
         s.push('\n');
         s
     }
@@ -88,7 +89,9 @@ impl<'p> Report<'p> {
                 r.bytes_after,
                 r.refs_withheld,
                 clip(r.url.unwrap_or("-"), 60),
-                r.title.map(|t| format!("  \"{}\"", clip(t, 40))).unwrap_or_default()
+                r.title
+                    .map(|t| format!("  \"{}\"", clip(t, 40)))
+                    .unwrap_or_default()
             ));
         }
         let t = &self.totals;

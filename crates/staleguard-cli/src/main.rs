@@ -14,7 +14,11 @@ const DEMO_BODY: &str = include_str!("../../../fixtures/demo/long_page.openai.js
 const DEMO_NAME: &str = "fixtures/demo/long_page.openai.json (@playwright/mcp 0.0.41, Chromium)";
 
 #[derive(Parser)]
-#[command(name = "staleguard", version, about = "Only the newest browser observation is real.")]
+#[command(
+    name = "staleguard",
+    version,
+    about = "Only the newest browser observation is real."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -82,7 +86,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (body, format, config) = load(&input)?;
             let projected = project_request(&body, format, &config)?;
             let report = inspect::Report::new(&body, &projected);
-            let text = if json { report.to_json() } else { report.to_table() };
+            let text = if json {
+                report.to_json()
+            } else {
+                report.to_table()
+            };
             write_stdout(text.as_bytes())
         }
         Command::Demo => demo(),
@@ -113,9 +121,14 @@ fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
 }
 
 fn read_file(path: &Path) -> Result<String, Failure> {
-    let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|e| {
-        Failure(format!("{} is not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()))
+        Failure(format!(
+            "{} is not UTF-8 (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
     })
 }
 
@@ -128,7 +141,10 @@ fn read_input(path: Option<&Path>) -> Result<String, Failure> {
                 .read_to_end(&mut bytes)
                 .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
             String::from_utf8(bytes).map_err(|e| {
-                Failure(format!("standard input is not UTF-8 (byte {})", e.utf8_error().valid_up_to()))
+                Failure(format!(
+                    "standard input is not UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                ))
             })
         }
     }
@@ -148,7 +164,8 @@ fn demo() -> Result<(), Failure> {
     config.browser_history_compaction = true;
     let projected = project_request(DEMO_BODY, RequestFormat::Auto, &config)?;
     let report = inspect::Report::new(DEMO_BODY, &projected);
-    let mut text = format!("staleguard demo: {DEMO_NAME}\n\n$ staleguard inspect long_page.openai.json\n");
+    let mut text =
+        format!("staleguard demo: {DEMO_NAME}\n\n$ staleguard inspect long_page.openai.json\n");
     text.push_str(&report.to_table());
     text.push_str(&before_after(&projected));
     write_stdout(text.as_bytes())
@@ -156,7 +173,12 @@ fn demo() -> Result<(), Failure> {
 
 /// The first collapsed observation, before and after.
 fn before_after(projected: &Projected) -> String {
-    let Some(first) = projected.report.results.iter().find(|r| r.status == staleguard::Status::Collapsed) else {
+    let Some(first) = projected
+        .report
+        .results
+        .iter()
+        .find(|r| r.status == staleguard::Status::Collapsed)
+    else {
         return String::new();
     };
     let before = message_content(DEMO_BODY, first.message);
@@ -177,6 +199,12 @@ fn before_after(projected: &Projected) -> String {
 fn message_content(body: &str, index: usize) -> String {
     serde_json::from_str::<serde_json::Value>(body)
         .ok()
-        .and_then(|v| v.get("messages")?.get(index)?.get("content")?.as_str().map(str::to_string))
+        .and_then(|v| {
+            v.get("messages")?
+                .get(index)?
+                .get("content")?
+                .as_str()
+                .map(str::to_string)
+        })
         .unwrap_or_default()
 }

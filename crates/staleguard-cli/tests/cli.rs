@@ -9,7 +9,9 @@ fn bin() -> Command {
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(rel);
     assert!(path.is_file(), "missing fixture {}", path.display());
     path
 }
@@ -23,7 +25,16 @@ fn run(args: &[&str], stdin: Option<&str>) -> Output {
         .spawn()
         .expect("spawn staleguard");
     if let Some(input) = stdin {
-        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+        // The command may refuse its arguments and exit before it reads: a closed pipe is fine.
+        match child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            other => other.expect("write stdin"),
+        }
     }
     drop(child.stdin.take());
     child.wait_with_output().expect("wait")
@@ -48,8 +59,12 @@ fn project_file_and_stdin_agree_and_keep_messages() {
     assert_eq!(from_file.stdout, from_stdin.stdout);
     assert_eq!(from_file.stdout, from_default.stdout);
     let before: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let after: serde_json::Value = serde_json::from_slice(&from_file.stdout).expect("valid JSON out");
-    assert_eq!(before["messages"].as_array().unwrap().len(), after["messages"].as_array().unwrap().len());
+    let after: serde_json::Value =
+        serde_json::from_slice(&from_file.stdout).expect("valid JSON out");
+    assert_eq!(
+        before["messages"].as_array().unwrap().len(),
+        after["messages"].as_array().unwrap().len()
+    );
     assert!(from_file.stdout.len() < body.len());
     assert!(stdout(&from_file).contains("[staleguard receipt]"));
 }
@@ -60,17 +75,33 @@ fn inspect_table_and_json() {
     let table = run(&["inspect", path.to_str().unwrap()], None);
     assert!(table.status.success(), "{}", stderr(&table));
     let text = stdout(&table);
-    for needle in ["collapsed", "live", "browser_navigate", "Parts catalog", "tokens:", "o200k_base"] {
+    for needle in [
+        "collapsed",
+        "live",
+        "browser_navigate",
+        "Parts catalog",
+        "tokens:",
+        "o200k_base",
+    ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }
     let json = run(&["inspect", "--json", path.to_str().unwrap()], None);
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("inspect --json is JSON");
+    let v: serde_json::Value =
+        serde_json::from_slice(&json.stdout).expect("inspect --json is JSON");
     let totals = &v["totals"];
     assert_eq!(totals["collapsed"], 3);
-    let (before, after) = (totals["tokens_before"].as_u64().unwrap(), totals["tokens_after"].as_u64().unwrap());
+    let (before, after) = (
+        totals["tokens_before"].as_u64().unwrap(),
+        totals["tokens_after"].as_u64().unwrap(),
+    );
     assert!(after * 2 < before, "{before} -> {after}");
     assert!(totals["bytes_after"].as_u64().unwrap() * 2 < totals["bytes_before"].as_u64().unwrap());
-    let statuses: Vec<_> = v["results"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap().to_string()).collect();
+    let statuses: Vec<_> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(statuses, ["collapsed", "collapsed", "collapsed", "live"]);
     assert_eq!(v["results"][0]["refs_withheld"], 1214);
 }
@@ -82,27 +113,58 @@ fn demo_runs_the_bundled_recording() {
     let text = stdout(&out);
     assert!(text.contains("3 collapsed"), "{text}");
     assert!(text.contains("[staleguard receipt] observation="), "{text}");
-    assert!(text.contains("- Page Snapshot:"), "the before part shows the original tree");
+    assert!(
+        text.contains("- Page Snapshot:"),
+        "the before part shows the original tree"
+    );
 }
 
 #[test]
 fn bad_input_exits_2_with_one_clear_line() {
     let cases: &[(&[&str], Option<&str>, &str)] = &[
-        (&["project"], Some("{\"messages\": [\n  {\"role\": \"user\",, }\n]}"), "line 2, column 19"),
+        (
+            &["project"],
+            Some("{\"messages\": [\n  {\"role\": \"user\",, }\n]}"),
+            "line 2, column 19",
+        ),
         (&["project"], Some(""), "invalid JSON"),
         (&["project"], Some("[1,2]"), "not a"),
-        (&["project", "--format", "yaml"], Some("{}"), "auto, openai, anthropic, responses"),
-        (&["project", "--format", "anthropic"], Some("{\"messages\":[]}"), "not supported yet"),
-        (&["inspect"], Some("{\"input\":[]}"), "responses request format is not supported yet"),
-        (&["project", "/no/such/file.json"], None, "cannot read /no/such/file.json"),
-        (&["project", "--config", "/no/such/staleguard.toml"], Some("{}"), "cannot read /no/such/staleguard.toml"),
+        (
+            &["project", "--format", "yaml"],
+            Some("{}"),
+            "auto, openai, anthropic, responses",
+        ),
+        (
+            &["project", "--format", "anthropic"],
+            Some("{\"messages\":[]}"),
+            "not supported yet",
+        ),
+        (
+            &["inspect"],
+            Some("{\"input\":[]}"),
+            "responses request format is not supported yet",
+        ),
+        (
+            &["project", "/no/such/file.json"],
+            None,
+            "cannot read /no/such/file.json",
+        ),
+        (
+            &["project", "--config", "/no/such/staleguard.toml"],
+            Some("{}"),
+            "cannot read /no/such/staleguard.toml",
+        ),
     ];
     for (args, stdin, needle) in cases {
         let out = run(args, *stdin);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
         assert!(!err.contains("panicked"), "{err}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
@@ -110,11 +172,26 @@ fn bad_input_exits_2_with_one_clear_line() {
 
 #[test]
 fn not_utf8_is_a_clear_error() {
-    let mut child = bin().arg("project").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(b"{\"messages\":[\xff]}").unwrap();
+    let mut child = bin()
+        .arg("project")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"messages\":[\xff]}")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not UTF-8 (byte 13)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not UTF-8 (byte 13)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -133,6 +210,10 @@ fn config_errors_name_the_file_and_the_variable() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("BROWSER_EVIDENCE_RETENTION=\"sometimes\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("BROWSER_EVIDENCE_RETENTION=\"sometimes\""),
+        "{}",
+        stderr(&out)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

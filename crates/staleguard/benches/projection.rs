@@ -20,9 +20,20 @@ fn build_request() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
     let sessions: Vec<Vec<Value>> = ["pwmcp-0.0.41", "pwmcp-0.0.83"]
         .iter()
-        .flat_map(|v| ["order", "research", "rerender", "invalid_form", "tabs_iframe", "long_page"].map(|s| root.join(v).join(format!("{s}.openai.json"))))
+        .flat_map(|v| {
+            [
+                "order",
+                "research",
+                "rerender",
+                "invalid_form",
+                "tabs_iframe",
+                "long_page",
+            ]
+            .map(|s| root.join(v).join(format!("{s}.openai.json")))
+        })
         .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             let v: Value = serde_json::from_str(&text).expect("fixture JSON");
             v["messages"].as_array().cloned().unwrap_or_default()
         })
@@ -57,19 +68,28 @@ fn renumber(m: &mut Value, round: usize) {
 }
 
 fn config() -> Config {
-    Config { browser_history_compaction: true, ..Config::default() }
+    Config {
+        browser_history_compaction: true,
+        ..Config::default()
+    }
 }
 
 fn project(body: &str) -> usize {
-    project_request(body, RequestFormat::OpenAiChat, &config()).map(|p| p.body.len()).unwrap_or(0)
+    project_request(body, RequestFormat::OpenAiChat, &config())
+        .map(|p| p.body.len())
+        .unwrap_or(0)
 }
 
 fn validate(body: &str) -> usize {
-    serde_json::from_str::<serde::de::IgnoredAny>(body).map(|_| body.len()).unwrap_or(0)
+    serde_json::from_str::<serde::de::IgnoredAny>(body)
+        .map(|_| body.len())
+        .unwrap_or(0)
 }
 
 fn value_round_trip(body: &str) -> usize {
-    serde_json::from_str::<Value>(body).map(|v| v.to_string().len()).unwrap_or(0)
+    serde_json::from_str::<Value>(body)
+        .map(|v| v.to_string().len())
+        .unwrap_or(0)
 }
 
 fn copy(body: &str) -> usize {
@@ -80,10 +100,16 @@ fn bench(c: &mut Criterion) {
     let body = build_request();
     let mut group = c.benchmark_group("10MB");
     group.throughput(Throughput::Bytes(body.len() as u64));
-    group.sample_size(20).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
     group.bench_function("project", |b| b.iter(|| project(black_box(&body))));
-    group.bench_function("validate_ignored_any", |b| b.iter(|| validate(black_box(&body))));
-    group.bench_function("value_round_trip", |b| b.iter(|| value_round_trip(black_box(&body))));
+    group.bench_function("validate_ignored_any", |b| {
+        b.iter(|| validate(black_box(&body)))
+    });
+    group.bench_function("value_round_trip", |b| {
+        b.iter(|| value_round_trip(black_box(&body)))
+    });
     group.bench_function("copy", |b| b.iter(|| copy(black_box(&body))));
     group.finish();
 }
@@ -113,9 +139,21 @@ fn ratios() {
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
         body.len(), projected.report.collapsed(), body.len(), projected.body.len());
     println!("  project          {:>8.2} ms", p * 1e3);
-    println!("  validate         {:>8.2} ms   project / validate = {:.2}", v * 1e3, p / v);
-    println!("  Value round trip {:>8.2} ms   project / Value    = {:.2}", r * 1e3, p / r);
-    println!("  copy             {:>8.2} ms   project / copy     = {:.2}", c * 1e3, p / c);
+    println!(
+        "  validate         {:>8.2} ms   project / validate = {:.2}",
+        v * 1e3,
+        p / v
+    );
+    println!(
+        "  Value round trip {:>8.2} ms   project / Value    = {:.2}",
+        r * 1e3,
+        p / r
+    );
+    println!(
+        "  copy             {:>8.2} ms   project / copy     = {:.2}",
+        c * 1e3,
+        p / c
+    );
 }
 
 fn dump(dir: &Path) {
@@ -124,7 +162,8 @@ fn dump(dir: &Path) {
     std::fs::create_dir_all(dir).expect("dump dir");
     std::fs::write(dir.join("request.json"), &body).expect("write request");
     std::fs::write(dir.join("projected.json"), &projected.body).expect("write projection");
-    std::fs::write(dir.join("report.txt"), format!("{:#?}", projected.report)).expect("write report");
+    std::fs::write(dir.join("report.txt"), format!("{:#?}", projected.report))
+        .expect("write report");
 }
 
 criterion_group!(benches, bench);

@@ -39,7 +39,10 @@ impl Default for Config {
             evidence_max_items: 16,
             evidence_max_quote_bytes: 2 * 1024,
             request_budget_bytes: None,
-            browser_tools: DEFAULT_BROWSER_TOOLS.iter().map(|s| s.to_string()).collect(),
+            browser_tools: DEFAULT_BROWSER_TOOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -73,7 +76,9 @@ impl Switch {
         match self {
             Switch::Bool(b) => Ok(b),
             Switch::Word(w) => parse_switch(&w).ok_or_else(|| {
-                ConfigError::File(format!("{key} = {w:?}: expected on|true|1|yes or off|false|0|no"))
+                ConfigError::File(format!(
+                    "{key} = {w:?}: expected on|true|1|yes or off|false|0|no"
+                ))
             }),
         }
     }
@@ -131,7 +136,10 @@ impl Config {
         set(&mut self.receipt_max_bytes, layer.receipt_max_bytes);
         set(&mut self.evidence_max_bytes, layer.evidence_max_bytes);
         set(&mut self.evidence_max_items, layer.evidence_max_items);
-        set(&mut self.evidence_max_quote_bytes, layer.evidence_max_quote_bytes);
+        set(
+            &mut self.evidence_max_quote_bytes,
+            layer.evidence_max_quote_bytes,
+        );
         if layer.request_budget_bytes.is_some() {
             self.request_budget_bytes = layer.request_budget_bytes;
         }
@@ -149,10 +157,22 @@ impl Config {
         if let Some(v) = env_switch(&env, "BROWSER_PROGRESS_TRACKING")? {
             self.progress_tracking = Some(v);
         }
-        set(&mut self.max_repeats, env_number(&env, "STALEGUARD_MAX_REPEATS")?);
-        set(&mut self.receipt_max_bytes, env_number(&env, "STALEGUARD_RECEIPT_MAX_BYTES")?);
-        set(&mut self.evidence_max_bytes, env_number(&env, "STALEGUARD_EVIDENCE_MAX_BYTES")?);
-        set(&mut self.evidence_max_items, env_number(&env, "STALEGUARD_EVIDENCE_MAX_ITEMS")?);
+        set(
+            &mut self.max_repeats,
+            env_number(&env, "STALEGUARD_MAX_REPEATS")?,
+        );
+        set(
+            &mut self.receipt_max_bytes,
+            env_number(&env, "STALEGUARD_RECEIPT_MAX_BYTES")?,
+        );
+        set(
+            &mut self.evidence_max_bytes,
+            env_number(&env, "STALEGUARD_EVIDENCE_MAX_BYTES")?,
+        );
+        set(
+            &mut self.evidence_max_items,
+            env_number(&env, "STALEGUARD_EVIDENCE_MAX_ITEMS")?,
+        );
         set(
             &mut self.evidence_max_quote_bytes,
             env_number(&env, "STALEGUARD_EVIDENCE_MAX_QUOTE_BYTES")?,
@@ -199,11 +219,15 @@ fn env_number<T: std::str::FromStr>(
     let Some(value) = env(name) else {
         return Ok(None);
     };
-    value.trim().parse().map(Some).map_err(|_| ConfigError::Env {
-        name: name.to_string(),
-        value,
-        expected: "expected a non-negative whole number",
-    })
+    value
+        .trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| ConfigError::Env {
+            name: name.to_string(),
+            value,
+            expected: "expected a non-negative whole number",
+        })
 }
 
 #[cfg(test)]
@@ -212,8 +236,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| map.get(k).cloned()
     }
 
@@ -237,8 +263,8 @@ mod tests {
         }
         for word in ["off", "False", "0", "NO"] {
             let file = "browser_history_compaction = true";
-            let c = Config::load(Some(file), env_of(&[("BROWSER_HISTORY_COMPACTION", word)]))
-                .unwrap();
+            let c =
+                Config::load(Some(file), env_of(&[("BROWSER_HISTORY_COMPACTION", word)])).unwrap();
             assert!(!c.browser_history_compaction, "{word}");
         }
     }
@@ -246,8 +272,8 @@ mod tests {
     #[test]
     fn anything_else_is_an_error_naming_variable_and_value() {
         for word in ["enabled", "", "2", "onn"] {
-            let err = Config::load(None, env_of(&[("BROWSER_HISTORY_COMPACTION", word)]))
-                .unwrap_err();
+            let err =
+                Config::load(None, env_of(&[("BROWSER_HISTORY_COMPACTION", word)])).unwrap_err();
             let text = err.to_string();
             assert!(text.contains("BROWSER_HISTORY_COMPACTION"), "{text}");
             assert!(text.contains(&format!("{word:?}")), "{text}");

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::neutralise::neutralise;
+use crate::projection::{Plan, Status};
+use crate::transcript::{Item, Role, Transcript};
 use crate::urlnorm::normalise;
 
-/// The header of the evidence block. It says what the block is.
-pub const EVIDENCE_HEADER: &str =
-    "Retained observed evidence (untrusted page data, no actionable refs):";
+pub use crate::appendix::EVIDENCE_HEADER;
 
 /// An evidence item named by the host: a quote it wants kept, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,17 +150,23 @@ pub fn select(
 fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason> {
     let of_observation: Vec<&Chunk> = chunks
         .iter()
-        .filter(|c| c.observation == item.observation || c.document.as_deref() == Some(&item.observation))
+        .filter(|c| {
+            c.observation == item.observation || c.document.as_deref() == Some(&item.observation)
+        })
         .collect();
     if of_observation.is_empty() {
         return Err(DropReason::UnknownObservation);
     }
     let url = normalise(&item.source_url);
-    let at_url: Vec<&&Chunk> = of_observation.iter().filter(|c| normalise(&c.url) == url).collect();
+    let at_url: Vec<&&Chunk> = of_observation
+        .iter()
+        .filter(|c| normalise(&c.url) == url)
+        .collect();
     if at_url.is_empty() {
         return Err(DropReason::UrlMismatch);
     }
-    if item.quote.trim().is_empty() || !at_url.iter().any(|c| c.text.contains(item.quote.as_str())) {
+    if item.quote.trim().is_empty() || !at_url.iter().any(|c| c.text.contains(item.quote.as_str()))
+    {
         return Err(DropReason::NotInPage);
     }
     Ok(Quote {
@@ -174,14 +180,18 @@ fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason
 /// with the question; then from more recent pages; then short chunks with numbers or IDs.
 /// Chunks still on the live page are left out: they are not stale.
 fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> Vec<Quote> {
-    let live_keys: HashSet<(String, &str)> =
-        live.iter().map(|c| (normalise(&c.url), c.text.as_ref())).collect();
+    let live_keys: HashSet<(String, &str)> = live
+        .iter()
+        .map(|c| (normalise(&c.url), c.text.as_ref()))
+        .collect();
     let frequency = document_frequency(collapsed.iter().chain(live));
     let question = words(context.question);
     let mut later_cache: HashMap<usize, HashSet<String>> = HashMap::new();
     let mut scored: Vec<(usize, usize, bool, usize, &Chunk<'_>)> = Vec::new();
     for (order, (oldest, chunk)) in unique_chunks(collapsed).into_iter().enumerate() {
-        if chunk.text.trim().is_empty() || live_keys.contains(&(normalise(&chunk.url), chunk.text.as_ref())) {
+        if chunk.text.trim().is_empty()
+            || live_keys.contains(&(normalise(&chunk.url), chunk.text.as_ref()))
+        {
             continue;
         }
         let rare: Vec<String> = words(&chunk.text)
@@ -189,13 +199,26 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
             .filter(|w| frequency.get(w).copied().unwrap_or(0) <= 2)
             .collect();
         // The model may have used the fact after any copy of the chunk: count from the oldest.
-        let later = later_cache.entry(oldest).or_insert_with(|| later_words(context, oldest));
+        let later = later_cache
+            .entry(oldest)
+            .or_insert_with(|| later_words(context, oldest));
         let used = rare.iter().filter(|w| later.contains(*w)).count();
         let asked = rare.iter().filter(|w| question.contains(*w)).count();
-        scored.push((used + asked, chunk.position, is_short_fact(&chunk.text), order, chunk));
+        scored.push((
+            used + asked,
+            chunk.position,
+            is_short_fact(&chunk.text),
+            order,
+            chunk,
+        ));
     }
     // Highest score, then newest page, then short facts, then page order: deterministic.
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)).then(a.3.cmp(&b.3)));
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then(b.2.cmp(&a.2))
+            .then(a.3.cmp(&b.3))
+    });
     scored
         .into_iter()
         .map(|(.., c)| Quote {
@@ -216,7 +239,11 @@ fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)>
         match index.get(&key) {
             Some(&i) => {
                 let (oldest, newest) = unique[i];
-                let newer = if chunk.position >= newest.position { chunk } else { newest };
+                let newer = if chunk.position >= newest.position {
+                    chunk
+                } else {
+                    newest
+                };
                 unique[i] = (oldest.min(chunk.position), newer);
             }
             None => {
@@ -238,7 +265,9 @@ fn later_words(context: &Context<'_>, position: usize) -> HashSet<String> {
 }
 
 /// In how many distinct chunks each word occurs.
-fn document_frequency<'c, 't: 'c>(chunks: impl Iterator<Item = &'c Chunk<'t>>) -> HashMap<String, usize> {
+fn document_frequency<'c, 't: 'c>(
+    chunks: impl Iterator<Item = &'c Chunk<'t>>,
+) -> HashMap<String, usize> {
     let mut seen_texts = HashSet::new();
     let mut frequency = HashMap::new();
     for chunk in chunks {
@@ -255,11 +284,13 @@ fn document_frequency<'c, 't: 'c>(chunks: impl Iterator<Item = &'c Chunk<'t>>) -
 /// Lower-cased words of at least 3 characters, or holding a digit; `$1,140`, `WX-1001`
 /// and `P-0237` stay whole.
 pub fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£')))
-        .map(|w| w.trim_matches(|c: char| matches!(c, '.' | ',' | '-')))
-        .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
-        .map(str::to_lowercase)
-        .collect()
+    text.split(|c: char| {
+        !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£'))
+    })
+    .map(|w| w.trim_matches(|c: char| matches!(c, '.' | ',' | '-')))
+    .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
+    .map(str::to_lowercase)
+    .collect()
 }
 
 fn is_short_fact(text: &str) -> bool {
@@ -317,9 +348,17 @@ pub fn omitted_notice(omitted: usize) -> String {
 
 /// Applies the request budget: the most quotes (in rank order) whose block still fits, as
 /// told by `fits`. Room for the omission notice is reserved first, so it never goes missing.
-pub fn fit(selection: Selection, max_quote_bytes: usize, fits: impl Fn(&str) -> bool) -> (Option<String>, EvidenceReport) {
+pub fn fit(
+    selection: Selection,
+    max_quote_bytes: usize,
+    fits: impl Fn(&str) -> bool,
+) -> (Option<String>, EvidenceReport) {
     let refused_notice = refused_notice(&selection.refused, max_quote_bytes);
-    let mut report = EvidenceReport { refused: selection.refused, dropped: selection.dropped, ..Default::default() };
+    let mut report = EvidenceReport {
+        refused: selection.refused,
+        dropped: selection.dropped,
+        ..Default::default()
+    };
     let base_notices: Vec<String> = refused_notice.into_iter().collect();
     let total = selection.quotes.len();
     for keep in (0..=total).rev() {
@@ -329,7 +368,13 @@ pub fn fit(selection: Selection, max_quote_bytes: usize, fits: impl Fn(&str) -> 
         }
         let (kept, omitted) = selection.quotes.split_at(keep);
         if kept.is_empty() && notices.is_empty() {
-            return (None, EvidenceReport { omitted: omitted.to_vec(), ..report });
+            return (
+                None,
+                EvidenceReport {
+                    omitted: omitted.to_vec(),
+                    ..report
+                },
+            );
         }
         let block = render(kept, &notices);
         if fits(&block) || keep == 0 {
@@ -340,4 +385,90 @@ pub fn fit(selection: Selection, max_quote_bytes: usize, fits: impl Fn(&str) -> 
         }
     }
     (None, report)
+}
+
+/// The chunks and context evidence needs from a request.
+#[derive(Debug, Default)]
+pub struct Gathered<'t> {
+    /// Chunks of collapsed observations.
+    pub collapsed: Vec<Chunk<'t>>,
+    /// Chunks of the live page state.
+    pub live: Vec<Chunk<'t>>,
+    /// Every chunk of every non-failed browser result, read-backs included.
+    pub all: Vec<Chunk<'t>>,
+    pub context: Context<'t>,
+}
+
+/// Reads the chunks of every browser result the plan saw, and what the model said.
+pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
+    let mut g = Gathered::default();
+    for r in plan.results.iter().filter(|r| r.status != Status::Failed) {
+        let Some(Item::Result(result)) = transcript.items.get(r.item) else {
+            continue;
+        };
+        let chunks = chunks_of(&result.text, &r.observation_id, r.item);
+        match r.status {
+            Status::Collapsed => g.collapsed.extend(chunks.iter().cloned()),
+            Status::Live => g.live.extend(chunks.iter().cloned()),
+            _ => {}
+        }
+        g.all.extend(chunks);
+    }
+    for (at, item) in transcript.items.iter().enumerate() {
+        match item {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => g.context.model_text.push((at, text)),
+            Item::Call(call) => g.context.model_text.push((at, &call.arguments)),
+            Item::Text {
+                role: Role::User,
+                text,
+            } => g.context.question = text,
+            _ => {}
+        }
+    }
+    g
+}
+
+/// The page text of one browser result: an observation's chunks, or a read-back's.
+fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
+    if let Some(obs) = crate::observation::parse(text) {
+        let url = obs.url.clone().unwrap_or(Cow::Borrowed(""));
+        return obs
+            .chunks
+            .into_iter()
+            .map(|text| Chunk {
+                url: url.clone(),
+                observation: id.to_string(),
+                document: obs.document.clone(),
+                text,
+                position,
+            })
+            .collect();
+    }
+    crate::observation::ankita::read_back(text)
+        .into_iter()
+        .map(|c| Chunk {
+            url: Cow::Borrowed(c.url),
+            observation: id.to_string(),
+            document: Some(Cow::Borrowed(c.observation)),
+            text: Cow::Borrowed(c.text),
+            position,
+        })
+        .collect()
+}
+
+/// The result the evidence block rides on: the newest non-failed browser result. `None`
+/// when there is none, or when it already carries a block (a projected request).
+pub fn target(transcript: &Transcript<'_>, plan: &Plan) -> Option<usize> {
+    let newest = plan
+        .results
+        .iter()
+        .rev()
+        .find(|r| r.status != Status::Failed)?;
+    match transcript.items.get(newest.item) {
+        Some(Item::Result(result)) if !result.appendix => Some(newest.item),
+        _ => None,
+    }
 }

@@ -54,7 +54,10 @@ pub(crate) static HEADING: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::
 /// Offsets where `finder`'s needle starts a line of `text`. Uses SIMD search: results can be
 /// MBs. Finders are built once, in statics: building one costs more than searching a short
 /// result.
-pub(crate) fn line_starts_found<'t>(text: &'t str, finder: &'t Finder<'static>) -> impl Iterator<Item = usize> + 't {
+pub(crate) fn line_starts_found<'t>(
+    text: &'t str,
+    finder: &'t Finder<'static>,
+) -> impl Iterator<Item = usize> + 't {
     let bytes = text.as_bytes();
     finder
         .find_iter(bytes)
@@ -106,17 +109,29 @@ mod tests {
 
     #[test]
     fn mcp_error_sections() {
-        assert!(is_failed("### Error\nError: browserBackend.callTool: net::ERR"));
-        assert!(is_failed("### Result\nError: Ref e13 not found in the current page snapshot."));
-        assert!(is_failed("### Ran Playwright code\n```js\n```\n\n### Result\r\nError: x"));
+        assert!(is_failed(
+            "### Error\nError: browserBackend.callTool: net::ERR"
+        ));
+        assert!(is_failed(
+            "### Result\nError: Ref e13 not found in the current page snapshot."
+        ));
+        assert!(is_failed(
+            "### Ran Playwright code\n```js\n```\n\n### Result\r\nError: x"
+        ));
         assert!(!is_failed("### Result\n- 0: (current) [Home](http://x/)"));
-        assert!(!is_failed("### Page\n- paragraph: \"### Error\" is a heading"));
+        assert!(!is_failed(
+            "### Page\n- paragraph: \"### Error\" is a heading"
+        ));
     }
 
     #[test]
     fn repeated_call_does_not_hide_failure() {
-        assert!(is_failed("Repeated call: Error: ref 1-0-31 is not in the current snapshot."));
-        assert!(is_failed("Repeated call: click 1-0-31\nError: ref 1-0-31 is stale"));
+        assert!(is_failed(
+            "Repeated call: Error: ref 1-0-31 is not in the current snapshot."
+        ));
+        assert!(is_failed(
+            "Repeated call: click 1-0-31\nError: ref 1-0-31 is stale"
+        ));
         assert!(!is_failed("Repeated call: click 1-0-31\nclick complete."));
     }
 
@@ -124,7 +139,9 @@ mod tests {
     fn failed_partial_batch() {
         let text = "1. click complete.\nCurrent snapshot:\n# Confirm order — https://shop.example/confirm\n- [ref=1-0-01] button Place order\n2. Error: stale target 1-0-99. Batch stopped.\n[UNVERIFIED: side effect needs a read-back check.]";
         assert!(is_failed(text));
-        assert!(is_failed("1. click complete.\n2. Error: timeout. Batch stopped.\n[verified: URL unchanged]\n"));
+        assert!(is_failed(
+            "1. click complete.\n2. Error: timeout. Batch stopped.\n[verified: URL unchanged]\n"
+        ));
         assert!(!is_failed("1. click complete.\n2. type complete."));
         assert!(!is_failed("1. Error: timeout. Batch stopped.\n3. done"));
     }

@@ -43,14 +43,32 @@ fn node(line: &str) -> Option<Node> {
     }
     let indent = line.len() - body.len();
     let Some(rest) = body.strip_prefix("- ") else {
-        return Some(Node { indent, id: None, unchanged: false, canon: body.to_string() });
+        return Some(Node {
+            indent,
+            id: None,
+            unchanged: false,
+            canon: body.to_string(),
+        });
     };
     let rest = rest.strip_prefix("<changed> ").unwrap_or(rest);
-    if let Some(id) = rest.strip_prefix("ref=").and_then(|r| r.strip_suffix(" [unchanged]")) {
-        return Some(Node { indent, id: Some(id.to_string()), unchanged: true, canon: String::new() });
+    if let Some(id) = rest
+        .strip_prefix("ref=")
+        .and_then(|r| r.strip_suffix(" [unchanged]"))
+    {
+        return Some(Node {
+            indent,
+            id: Some(id.to_string()),
+            unchanged: true,
+            canon: String::new(),
+        });
     }
     let (canon, id) = canonical(rest);
-    Some(Node { indent, id, unchanged: false, canon })
+    Some(Node {
+        indent,
+        id,
+        unchanged: false,
+        canon,
+    })
 }
 
 /// Splits `role "name" [a] [b=c]: value` into a canonical form and its ref. Brackets are
@@ -76,10 +94,17 @@ fn canonical(rest: &str) -> (String, Option<String>) {
     let mut id = None;
     while let Some(inner) = tail.trim_start().strip_prefix('[') {
         let Some(close) = inner.find(']') else { break };
-        for item in inner[..close].split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for item in inner[..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             if let Some(r) = item.strip_prefix("ref=") {
                 id = Some(r.to_string());
-            } else if item != "active" && !item.starts_with("cursor=") && !item.starts_with("cursor:") {
+            } else if item != "active"
+                && !item.starts_with("cursor=")
+                && !item.starts_with("cursor:")
+            {
                 attrs.push(item);
             }
         }
@@ -100,7 +125,10 @@ pub fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
         .collect();
     let mut merged = Vec::with_capacity(base.len().max(diff.len()));
     for n in diff {
-        let found = n.unchanged.then(|| n.id.as_deref().and_then(|id| by_id.get(id))).flatten();
+        let found = n
+            .unchanged
+            .then(|| n.id.as_deref().and_then(|id| by_id.get(id)))
+            .flatten();
         let Some(&at) = found else {
             merged.push(n.clone());
             continue;
@@ -108,7 +136,10 @@ pub fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
         let root = &base[at];
         let subtree = base[at + 1..].iter().take_while(|d| d.indent > root.indent);
         for m in std::iter::once(root).chain(subtree) {
-            merged.push(Node { indent: m.indent - root.indent + n.indent, ..m.clone() });
+            merged.push(Node {
+                indent: m.indent - root.indent + n.indent,
+                ..m.clone()
+            });
         }
     }
     merged
@@ -141,7 +172,15 @@ pub fn fingerprint(obs: &Observation<'_>, tree: Option<&[Node]>) -> Fingerprint 
                 let mut states: Vec<&str> = c.states.iter().map(|s| s.as_ref()).collect();
                 states.sort_unstable();
                 let value = c.value.as_deref().unwrap_or("");
-                field("control", &format!("{}\u{0}{}\u{0}{value}\u{0}{}", c.role, c.name, states.join(",")));
+                field(
+                    "control",
+                    &format!(
+                        "{}\u{0}{}\u{0}{value}\u{0}{}",
+                        c.role,
+                        c.name,
+                        states.join(",")
+                    ),
+                );
             }
             for chunk in &obs.chunks {
                 field("text", chunk);
@@ -174,18 +213,33 @@ mod tests {
         let base = "- radiogroup \"Shipping\" [ref=e1]:\n  - radio \"Express\" [ref=e2]\n- radiogroup \"Billing\" [ref=e3]:\n  - radio \"Card\" [ref=e4]";
         let moved = "- radiogroup \"Shipping\" [ref=e1]:\n  - radio \"Card\" [ref=e4]\n- radiogroup \"Billing\" [ref=e3]:\n  - radio \"Express\" [ref=e2]";
         assert_ne!(canon(base), canon(moved));
-        assert_ne!(canon("- textbox \"Qty\" [ref=e1]: \"1\""), canon("- textbox \"Qty\" [ref=e1]: \"2\""));
-        assert_ne!(canon("- checkbox \"A\" [ref=e1]"), canon("- checkbox \"A\" [checked] [ref=e1]"));
+        assert_ne!(
+            canon("- textbox \"Qty\" [ref=e1]: \"1\""),
+            canon("- textbox \"Qty\" [ref=e1]: \"2\"")
+        );
+        assert_ne!(
+            canon("- checkbox \"A\" [ref=e1]"),
+            canon("- checkbox \"A\" [checked] [ref=e1]")
+        );
         // A bracket inside the name or the value is page text, not an attribute.
-        assert_eq!(canon("- button \"a [ref=e5]\" [ref=e1]")[0], "button \"a [ref=e5]\" []");
-        assert_eq!(canon("- paragraph [ref=e1]: see [ref=e5]")[0], "paragraph []: see [ref=e5]");
+        assert_eq!(
+            canon("- button \"a [ref=e5]\" [ref=e1]")[0],
+            "button \"a [ref=e5]\" []"
+        );
+        assert_eq!(
+            canon("- paragraph [ref=e1]: see [ref=e5]")[0],
+            "paragraph []: see [ref=e5]"
+        );
     }
 
     #[test]
     fn diffs_merge_onto_their_base() {
         let base = nodes("- generic [ref=e1]:\n  - heading \"Done\" [ref=e2]\n  - list [ref=e3]:\n    - listitem [ref=e4]: one\n  - button \"Place order\" [ref=e7]");
         let diff = nodes("- <changed> generic [ref=e1]:\n  - ref=e2 [unchanged]\n  - ref=e3 [unchanged]\n  - <changed> button \"Cancel this order\" [ref=e7]");
-        let merged: Vec<String> = merge(&base, &diff).into_iter().map(|n| format!("{}{}", " ".repeat(n.indent), n.canon)).collect();
+        let merged: Vec<String> = merge(&base, &diff)
+            .into_iter()
+            .map(|n| format!("{}{}", " ".repeat(n.indent), n.canon))
+            .collect();
         assert_eq!(
             merged,
             [

@@ -32,11 +32,12 @@
 //! //! ```
 
 pub mod adapter;
+pub mod appendix;
 pub mod config;
-pub mod evidence;
-pub mod fingerprint;
 mod error;
+pub mod evidence;
 pub mod failure;
+pub mod fingerprint;
 pub mod neutralise;
 pub mod observation;
 pub mod projection;
@@ -45,9 +46,10 @@ pub mod tools;
 pub mod transcript;
 pub mod urlnorm;
 
-pub use adapter::{project_request, Projected, RequestFormat};
+pub use adapter::{project_request, project_request_with, Projected, RequestFormat};
 pub use config::Config;
 pub use error::{ConfigError, Error};
+pub use evidence::{EvidenceItem, EvidenceReport};
 pub use observation::{Observation, ObservationFormat, TreeKind};
 pub use projection::{Plan, ResultReport, Status};
 pub use transcript::{Item, ToolResult, Transcript};

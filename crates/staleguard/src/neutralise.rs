@@ -15,7 +15,9 @@ pub fn neutralise(text: &str) -> Cow<'_, str> {
     let mut done = 0;
     // Every token holds `=`, `@` or `[`: jump from one of those bytes to the next.
     for at in memchr::memchr3_iter(b'=', b'@', b'[', text.as_bytes()) {
-        let Some((start, end)) = token_span(text, at) else { continue };
+        let Some((start, end)) = token_span(text, at) else {
+            continue;
+        };
         if start < done {
             continue;
         }
@@ -33,7 +35,9 @@ fn token_span(text: &str, at: usize) -> Option<(usize, usize)> {
     match rest.as_bytes().first()? {
         b'=' => {
             let start = at.checked_sub(3)?;
-            text.get(start..at)?.eq_ignore_ascii_case("ref").then_some((start, at + 1))
+            text.get(start..at)?
+                .eq_ignore_ascii_case("ref")
+                .then_some((start, at + 1))
         }
         b'@' => at_ref(rest).map(|_| (at, at + 1)),
         _ => index_ref(rest).map(|(_, tail)| (at, text.len() - tail.len())),
@@ -83,8 +87,12 @@ pub fn has_ref_token(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     lower.contains("[ref=")
         || lower.contains("ref=")
-        || text.match_indices('@').any(|(i, _)| at_ref(&text[i..]).is_some())
-        || text.match_indices('[').any(|(i, _)| index_ref(&text[i..]).is_some())
+        || text
+            .match_indices('@')
+            .any(|(i, _)| at_ref(&text[i..]).is_some())
+        || text
+            .match_indices('[')
+            .any(|(i, _)| index_ref(&text[i..]).is_some())
 }
 
 #[cfg(test)]
@@ -98,7 +106,10 @@ mod tests {
         assert_eq!(neutralise("[level=1, REF=f1e3]"), "[level=1, REF:f1e3]");
         assert_eq!(neutralise("click @e4 now"), "click (at)e4 now");
         assert_eq!(neutralise("[33]<button>"), "(33)<button>");
-        assert_eq!(neutralise("ada@example.com [x] [12] °C"), "ada@example.com [x] [12] °C");
+        assert_eq!(
+            neutralise("ada@example.com [x] [12] °C"),
+            "ada@example.com [x] [12] °C"
+        );
     }
 
     /// The original char-by-char rewrite, kept as the oracle for the jumping one.
@@ -106,7 +117,10 @@ mod tests {
         let mut out = String::new();
         let mut rest = text;
         while let Some(c) = rest.chars().next() {
-            if rest.get(..4).is_some_and(|h| h.eq_ignore_ascii_case("ref=")) {
+            if rest
+                .get(..4)
+                .is_some_and(|h| h.eq_ignore_ascii_case("ref="))
+            {
                 out.push_str(&rest[..3]);
                 out.push(':');
                 rest = &rest[4..];

@@ -64,8 +64,10 @@ pub struct ResultReport {
 pub struct Edit {
     /// Index of the item in the transcript.
     pub item: usize,
-    /// The new text of the result. Image parts of the result are dropped.
+    /// The new text of the result (image parts are dropped), or, when `append` is set,
+    /// text added after the result's own content, which stays byte-identical.
     pub text: String,
+    pub append: bool,
 }
 
 /// The outcome of projection: a report per browser result, and the edits.
@@ -78,12 +80,15 @@ pub struct Plan {
 impl Plan {
     /// How many observations collapse.
     pub fn collapsed(&self) -> usize {
-        self.edits.len()
+        self.edits.iter().filter(|e| !e.append).count()
     }
 
     /// Text bytes saved by the edits.
     pub fn saved_bytes(&self) -> usize {
-        self.results.iter().map(|r| r.bytes_before.saturating_sub(r.bytes_after)).sum()
+        self.results
+            .iter()
+            .map(|r| r.bytes_before.saturating_sub(r.bytes_after))
+            .sum()
     }
 }
 
@@ -107,7 +112,15 @@ impl<'t, 'a> Seen<'t, 'a> {
         let failed = result.is_error || is_failed(text);
         let observation = observation::parse_header(text);
         let id = receipt::observation_id(text);
-        let mut s = Seen { item, tool, failed, observation, result, id, verification: Vec::new() };
+        let mut s = Seen {
+            item,
+            tool,
+            failed,
+            observation,
+            result,
+            id,
+            verification: Vec::new(),
+        };
         if config.browser_history_compaction && s.tree().is_some() {
             s.verification = receipt::verification_lines(text);
         }
@@ -141,14 +154,24 @@ pub fn plan(transcript: &Transcript<'_>, config: &Config) -> Plan {
 fn browser_results<'t, 'a>(transcript: &'t Transcript<'a>, config: &Config) -> Vec<Seen<'t, 'a>> {
     let tools = BrowserTools::new(&config.browser_tools);
     let pairs = transcript.pair_calls();
-    let results = transcript.items.iter().filter(|i| matches!(i, Item::Result(_))).count();
+    let results = transcript
+        .items
+        .iter()
+        .filter(|i| matches!(i, Item::Result(_)))
+        .count();
     let mut seen = Vec::with_capacity(results);
     let mut known: std::collections::HashMap<&str, bool> = Default::default();
     for (item, entry) in transcript.items.iter().enumerate() {
-        let Item::Result(result) = entry else { continue };
-        let Some(call) = pairs[item].and_then(|c| transcript.call(c)) else { continue };
+        let Item::Result(result) = entry else {
+            continue;
+        };
+        let Some(call) = pairs[item].and_then(|c| transcript.call(c)) else {
+            continue;
+        };
         // A request uses a handful of tool names, each matched against every pattern once.
-        let browser = *known.entry(&call.name).or_insert_with(|| tools.is_browser(&call.name));
+        let browser = *known
+            .entry(&call.name)
+            .or_insert_with(|| tools.is_browser(&call.name));
         if !browser {
             continue;
         }
@@ -175,24 +198,28 @@ fn live_start(seen: &[Seen<'_, '_>]) -> Option<usize> {
     Some(start)
 }
 
-fn report(
-    s: Seen<'_, '_>,
-    collapse: bool,
-    config: &Config,
-    edits: &mut Vec<Edit>,
-) -> ResultReport {
+fn report(s: Seen<'_, '_>, collapse: bool, config: &Config, edits: &mut Vec<Edit>) -> ResultReport {
     let text = s.result.text.as_ref();
     let status = status_of(&s, collapse);
     let mut bytes_after = text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
     if let (true, Some(obs)) = (collapse, &s.observation) {
         let images = s.result.images + obs.images;
-        let input = ReceiptInput { id: &s.id, tool: s.tool, observation: obs, images_dropped: images };
+        let input = ReceiptInput {
+            id: &s.id,
+            tool: s.tool,
+            observation: obs,
+            images_dropped: images,
+        };
         let collapsed = receipt::collapse_with(&input, &s.verification, config.receipt_max_bytes);
         bytes_after = collapsed.len();
         refs_withheld = obs.ref_count();
         images_dropped = images;
-        edits.push(Edit { item: s.item, text: collapsed });
+        edits.push(Edit {
+            item: s.item,
+            text: collapsed,
+            append: false,
+        });
     }
     let obs = s.observation.as_ref();
     ResultReport {

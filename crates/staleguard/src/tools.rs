@@ -39,14 +39,19 @@ pub struct BrowserTools {
 impl BrowserTools {
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
         BrowserTools {
-            patterns: patterns.iter().map(|p| WildMatch::new(p.as_ref())).collect(),
+            patterns: patterns
+                .iter()
+                .map(|p| WildMatch::new(p.as_ref()))
+                .collect(),
         }
     }
 
     /// True when `name`, with any MCP server prefix removed, matches a pattern.
     pub fn is_browser(&self, name: &str) -> bool {
         let base = strip_mcp_prefix(name);
-        self.patterns.iter().any(|p| p.matches(base) || p.matches(name))
+        self.patterns
+            .iter()
+            .any(|p| p.matches(base) || p.matches(name))
     }
 }
 
@@ -77,14 +82,31 @@ mod tests {
         ] {
             assert!(t.is_browser(name), "{name}");
         }
-        for name in ["read_file", "clicker", "web_search", "mcp__fs__read_file", ""] {
+        for name in [
+            "read_file",
+            "clicker",
+            "web_search",
+            "mcp__fs__read_file",
+            "",
+        ] {
             assert!(!t.is_browser(name), "{name}");
         }
     }
 
     #[test]
     fn prefix_is_cut_at_the_last_double_underscore() {
-        for name in ["", "_", "__", "___", "a___b", "__x", "x__", "mcp__a__b", "é__ü", "a_b"] {
+        for name in [
+            "",
+            "_",
+            "__",
+            "___",
+            "a___b",
+            "__x",
+            "x__",
+            "mcp__a__b",
+            "é__ü",
+            "a_b",
+        ] {
             let expected = name.rfind("__").map_or(name, |i| &name[i + 2..]);
             assert_eq!(strip_mcp_prefix(name), expected, "{name}");
         }

@@ -48,6 +48,8 @@ pub struct ToolResult<'a> {
     pub is_error: bool,
     /// Image parts (screenshots) carried beside the text.
     pub images: usize,
+    /// staleguard already appended evidence or guidance to it (a projected request).
+    pub appendix: bool,
     /// Index of the message or item that carries the result.
     pub message: usize,
 }
@@ -72,7 +74,10 @@ impl<'a> Transcript<'a> {
                     pairs.push(None);
                 }
                 Item::Result(result) => {
-                    let call = result.call_id.as_deref().and_then(|id| latest.get(id).copied());
+                    let call = result
+                        .call_id
+                        .as_deref()
+                        .and_then(|id| latest.get(id).copied());
                     pairs.push(call);
                 }
                 _ => pairs.push(None),

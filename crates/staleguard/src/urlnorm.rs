@@ -62,16 +62,31 @@ mod tests {
         for u in same {
             assert_eq!(normalise(u), normalise(same[0]), "{u}");
         }
-        assert_eq!(normalise("https://Shop.Example:443/"), "https://shop.example");
-        assert_eq!(normalise("http://shop.example:80/a/?q=1#x"), "http://shop.example/a?q=1");
-        assert_eq!(normalise("http://User@Shop.example:8080/A"), "http://User@shop.example:8080/A");
+        assert_eq!(
+            normalise("https://Shop.Example:443/"),
+            "https://shop.example"
+        );
+        assert_eq!(
+            normalise("http://shop.example:80/a/?q=1#x"),
+            "http://shop.example/a?q=1"
+        );
+        assert_eq!(
+            normalise("http://User@Shop.example:8080/A"),
+            "http://User@shop.example:8080/A"
+        );
     }
 
     #[test]
     fn different_pages_stay_different() {
-        assert_ne!(normalise("http://a.test/x?q=1"), normalise("http://a.test/x?q=2"));
+        assert_ne!(
+            normalise("http://a.test/x?q=1"),
+            normalise("http://a.test/x?q=2")
+        );
         assert_ne!(normalise("http://a.test/X"), normalise("http://a.test/x"));
-        assert_ne!(normalise("http://a.test:8080/"), normalise("http://a.test/"));
+        assert_ne!(
+            normalise("http://a.test:8080/"),
+            normalise("http://a.test/")
+        );
         assert_eq!(normalise(" not a url "), "not a url");
     }
 }

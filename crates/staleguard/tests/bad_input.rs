@@ -24,7 +24,12 @@ fn invalid_json_names_line_column_and_offset() {
     let body = "{\"messages\": [\n  {\"role\": \"user\",, }\n]}";
     let err = project_request(body, RequestFormat::Auto, &on()).unwrap_err();
     match &err {
-        Error::Json { line, column, offset, .. } => {
+        Error::Json {
+            line,
+            column,
+            offset,
+            ..
+        } => {
             assert_eq!((*line, *column), (2, 19));
             assert_eq!(&body[*offset..*offset + 1], ",");
         }
@@ -40,10 +45,16 @@ fn wrong_shapes_are_clear_errors() {
         assert!(matches!(err, Error::Shape { .. }), "{body}: {err:?}");
     }
     let err = project_request("{\"input\":[]}", RequestFormat::Auto, &on()).unwrap_err();
-    assert!(err.to_string().contains("responses") && err.to_string().contains("not supported yet"), "{err}");
+    assert!(
+        err.to_string().contains("responses") && err.to_string().contains("not supported yet"),
+        "{err}"
+    );
     let err = project_request(&session(""), RequestFormat::Anthropic, &on()).unwrap_err();
     assert!(matches!(err, Error::Unsupported("anthropic")), "{err:?}");
-    assert!("yaml".parse::<RequestFormat>().unwrap_err().contains("auto, openai, anthropic, responses"));
+    assert!("yaml"
+        .parse::<RequestFormat>()
+        .unwrap_err()
+        .contains("auto, openai, anthropic, responses"));
 }
 
 #[test]

@@ -16,7 +16,9 @@ fn inline_snapshots(body: &str) -> Vec<usize> {
         .filter(|(_, m)| m["role"] == "tool")
         .filter(|(_, m)| {
             let t = content_text(m);
-            t.contains("```yaml\n") && !t.contains("### Error") && !t.starts_with("Error")
+            t.contains("```yaml\n")
+                && !t.contains("### Error")
+                && !t.starts_with("Error")
                 && !t.contains("### Result\nError")
         })
         .map(|(i, _)| i)
@@ -37,7 +39,10 @@ fn exactly_the_older_observations_collapse() {
         let body = read(&path);
         let p = project(&body);
         let snapshots = inline_snapshots(&body);
-        assert!(snapshots.len() >= 2, "{name}: a session has at least two snapshots");
+        assert!(
+            snapshots.len() >= 2,
+            "{name}: a session has at least two snapshots"
+        );
         let collapsed: Vec<usize> = p
             .report
             .results
@@ -58,7 +63,12 @@ fn failures_are_never_collapsed() {
         let body = read(&path);
         let p = project(&body);
         let (before, after) = (messages(&body), messages(&p.body));
-        for r in p.report.results.iter().filter(|r| r.status == Status::Failed) {
+        for r in p
+            .report
+            .results
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+        {
             assert_eq!(before[r.message], after[r.message], "{}", path.display());
             failures += 1;
         }
@@ -70,20 +80,41 @@ fn failures_are_never_collapsed() {
 #[test]
 fn incremental_sessions_keep_the_live_document() {
     let dir = repo_fixtures().join("pwmcp-0.0.56");
-    for scenario in ["order", "research", "rerender", "invalid_form", "tabs_iframe", "long_page"] {
+    for scenario in [
+        "order",
+        "research",
+        "rerender",
+        "invalid_form",
+        "tabs_iframe",
+        "long_page",
+    ] {
         let path = dir.join(format!("{scenario}.openai.json"));
         let body = read(&path);
-        assert!(is_incremental(&body) || ["research", "long_page"].contains(&scenario), "{scenario} is incremental");
+        assert!(
+            is_incremental(&body) || ["research", "long_page"].contains(&scenario),
+            "{scenario} is incremental"
+        );
         let p = project(&body);
         check_invariants(&body, &p);
         // The live state is the last full tree and every diff after it.
-        let live: Vec<_> = p.report.results.iter().filter(|r| r.status == Status::Live).collect();
+        let live: Vec<_> = p
+            .report
+            .results
+            .iter()
+            .filter(|r| r.status == Status::Live)
+            .collect();
         assert!(!live.is_empty(), "{scenario}");
         let first_live = &messages(&body)[live[0].message];
-        assert!(!content_text(first_live).contains("<changed>"), "{scenario}: live starts at a full tree");
+        assert!(
+            !content_text(first_live).contains("<changed>"),
+            "{scenario}: live starts at a full tree"
+        );
         for r in &live[1..] {
             let text = content_text(&messages(&body)[r.message]);
-            assert!(text.contains("<changed>") || text.contains("[unchanged]"), "{scenario}: later live results are diffs");
+            assert!(
+                text.contains("<changed>") || text.contains("[unchanged]"),
+                "{scenario}: later live results are diffs"
+            );
         }
     }
 }
@@ -98,7 +129,13 @@ fn long_page_sessions_shrink_by_more_than_half() {
     for path in paths {
         let body = read(&path);
         let p = project(&body);
-        assert!(p.body.len() * 2 < body.len(), "{}: {} -> {}", path.display(), body.len(), p.body.len());
+        assert!(
+            p.body.len() * 2 < body.len(),
+            "{}: {} -> {}",
+            path.display(),
+            body.len(),
+            p.body.len()
+        );
     }
 }
 
@@ -123,25 +160,49 @@ fn seed_format_cases() {
     let p = project(&body);
     check_invariants(&body, &p);
     let by_call = |id: &str| {
-        p.report.results.iter().find(|r| r.call_id.as_deref() == Some(id)).map(|r| r.status)
+        p.report
+            .results
+            .iter()
+            .find(|r| r.call_id.as_deref() == Some(id))
+            .map(|r| r.status)
     };
     assert_eq!(by_call("call_1"), Some(Status::Collapsed));
     assert_eq!(by_call("call_2"), Some(Status::Collapsed));
-    assert_eq!(by_call("call_3"), Some(Status::Failed), "failed partial batch");
+    assert_eq!(
+        by_call("call_3"),
+        Some(Status::Failed),
+        "failed partial batch"
+    );
     assert_eq!(by_call("call_4"), Some(Status::Collapsed));
-    assert_eq!(by_call("call_5"), Some(Status::Other), "page text read-back");
+    assert_eq!(
+        by_call("call_5"),
+        Some(Status::Other),
+        "page text read-back"
+    );
     assert_eq!(by_call("call_6"), Some(Status::Live));
     assert_eq!(by_call("call_7"), None, "read_file is not a browser result");
     assert_eq!(by_call("call_8"), Some(Status::Failed));
     let (before, after) = (messages(&body), messages(&p.body));
     let index = |id: &str| before.iter().position(|m| m["tool_call_id"] == id).unwrap();
-    for id in ["call_3", "call_5", "call_6", "call_7", "call_8"] {
+    for id in ["call_3", "call_5", "call_7", "call_8"] {
         assert_eq!(before[index(id)], after[index(id)], "{id} untouched");
     }
+    // The newest non-failed browser result carries the evidence the follow-up asks for.
+    assert_eq!(appended_message(&p), Some(index("call_6")));
+    let evidence = content_text(&after[index("call_6")]);
+    assert!(
+        evidence.contains("Order total: $39.98") && evidence.contains("Price: $19.99 per widget."),
+        "{evidence}"
+    );
     // The action text before `Current snapshot:` and the verification lines survive.
     let call2 = content_text(&after[index("call_2")]);
     assert!(call2.contains("action=\"Filled 3 fields.\""), "{call2}");
-    assert!(call2.lines().any(|l| l.starts_with("[UNVERIFIED: side effect")), "{call2}");
+    assert!(
+        call2
+            .lines()
+            .any(|l| l.starts_with("[UNVERIFIED: side effect")),
+        "{call2}"
+    );
 }
 
 #[test]
@@ -159,9 +220,18 @@ fn repeated_tool_call_ids_resolve_to_the_nearest_call() {
     .to_string();
     let p = project(&body);
     check_invariants(&body, &p);
-    let statuses: Vec<_> = p.report.results.iter().map(|r| (r.message, r.status)).collect();
+    let statuses: Vec<_> = p
+        .report
+        .results
+        .iter()
+        .map(|r| (r.message, r.status))
+        .collect();
     assert_eq!(statuses, vec![(1, Status::Collapsed), (5, Status::Live)]);
-    assert_eq!(messages(&body)[3], messages(&p.body)[3], "the read_file result is untouched");
+    assert_eq!(
+        messages(&body)[3],
+        messages(&p.body)[3],
+        "the read_file result is untouched"
+    );
 }
 
 fn call(id: &str, name: &str) -> Value {
@@ -172,12 +242,25 @@ fn call(id: &str, name: &str) -> Value {
 fn header_parse_agrees_with_full_parse_on_every_recorded_result() {
     let mut observations = 0;
     for path in openai_fixtures() {
-        for m in messages(&read(&path)).iter().filter(|m| m["role"] == "tool") {
+        for m in messages(&read(&path))
+            .iter()
+            .filter(|m| m["role"] == "tool")
+        {
             let text = content_text(m);
-            let (full, header) = (staleguard::observation::parse(&text), staleguard::observation::parse_header(&text));
+            let (full, header) = (
+                staleguard::observation::parse(&text),
+                staleguard::observation::parse_header(&text),
+            );
             assert_eq!(full.is_some(), header.is_some(), "{}", path.display());
-            let (Some(f), Some(h)) = (full, header) else { continue };
-            assert_eq!((f.format, f.kind, f.refs.len()), (h.format, h.kind, h.ref_count()), "{}: {text}", path.display());
+            let (Some(f), Some(h)) = (full, header) else {
+                continue;
+            };
+            assert_eq!(
+                (f.format, f.kind, f.refs.len()),
+                (h.format, h.kind, h.ref_count()),
+                "{}: {text}",
+                path.display()
+            );
             assert_eq!((&f.url, &f.title, &f.action), (&h.url, &h.title, &h.action));
             observations += usize::from(f.is_observation());
         }

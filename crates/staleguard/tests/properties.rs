@@ -13,7 +13,10 @@ use support::*;
 fn pool() -> &'static Vec<(String, String)> {
     static POOL: OnceLock<Vec<(String, String)>> = OnceLock::new();
     POOL.get_or_init(|| {
-        let mut pool = vec![("read_file".to_string(), "notes\n- [ref=e7] was Place order".to_string())];
+        let mut pool = vec![(
+            "read_file".to_string(),
+            "notes\n- [ref=e7] was Place order".to_string(),
+        )];
         for path in openai_fixtures() {
             if path.to_string_lossy().contains("long_page") {
                 continue; // size, not variety
@@ -22,7 +25,10 @@ fn pool() -> &'static Vec<(String, String)> {
             let mut names = std::collections::HashMap::new();
             for m in &msgs {
                 for c in m["tool_calls"].as_array().into_iter().flatten() {
-                    names.insert(c["id"].as_str().unwrap_or("").to_string(), c["function"]["name"].as_str().unwrap_or("").to_string());
+                    names.insert(
+                        c["id"].as_str().unwrap_or("").to_string(),
+                        c["function"]["name"].as_str().unwrap_or("").to_string(),
+                    );
                 }
                 if m["role"] == "tool" {
                     let id = m["tool_call_id"].as_str().unwrap_or("");
@@ -32,7 +38,11 @@ fn pool() -> &'static Vec<(String, String)> {
                 }
             }
         }
-        assert!(pool.len() > 100, "pool of real results too small: {}", pool.len());
+        assert!(
+            pool.len() > 100,
+            "pool of real results too small: {}",
+            pool.len()
+        );
         pool
     })
 }

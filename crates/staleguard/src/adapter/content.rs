@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::appendix::is_appendix;
+
 /// How a result's content was written, so a replacement keeps the same shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -24,6 +26,8 @@ pub struct Content<'a> {
     pub text: Cow<'a, str>,
     pub images: usize,
     pub shape: Shape,
+    /// The content ends with parts staleguard appended (evidence, guidance).
+    pub appendix: bool,
 }
 
 #[derive(Deserialize)]
@@ -46,32 +50,89 @@ pub fn read(raw: &RawValue) -> Option<Content<'_>> {
             Some(unwrap_string(text))
         }
         b'[' => {
-            let parts: Vec<Part<'_>> = serde_json::from_str(json).ok()?;
+            let mut parts: Vec<Part<'_>> = serde_json::from_str(json).ok()?;
+            let appendix = split_appendix(&mut parts);
+            if let [Part {
+                kind: Some(kind),
+                text: Some(text),
+            }] = parts.as_slice()
+            {
+                if appendix && kind == "text" {
+                    // Our own parts after a string content: read the string as it was.
+                    let mut content = unwrap_string(Cow::Owned(text.to_string()));
+                    content.shape = Shape::Parts;
+                    content.appendix = true;
+                    return Some(content);
+                }
+            }
             let (text, images) = join_parts(&parts)?;
-            Some(Content { text: Cow::Owned(text), images, shape: Shape::Parts })
+            Some(Content {
+                text: Cow::Owned(text),
+                images,
+                shape: Shape::Parts,
+                appendix,
+            })
         }
         _ => None,
     }
 }
 
+/// Drops the trailing parts staleguard appended; true if there were any. The first part is
+/// never one: it is the result's own.
+fn split_appendix(parts: &mut Vec<Part<'_>>) -> bool {
+    let own = parts.len();
+    while parts.len() > 1 {
+        match parts.last() {
+            Some(Part {
+                kind: Some(k),
+                text: Some(t),
+            }) if k == "text" && is_appendix(t) => parts.pop(),
+            _ => break,
+        };
+    }
+    parts.len() < own
+}
+
 /// A string whose whole text is JSON text parts is read as those parts.
 fn unwrap_string(text: Cow<'_, str>) -> Content<'_> {
-    let plain = |text| Content { text, images: 0, shape: Shape::Str };
+    let plain = |text| Content {
+        text,
+        images: 0,
+        shape: Shape::Str,
+        appendix: false,
+    };
     let trimmed = text.trim();
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) || !trimmed.contains("\"text\"") {
         return plain(text);
     }
     if trimmed.starts_with('{') {
-        if let Ok(Part { kind: Some(kind), text: Some(inner) }) = serde_json::from_str::<Part>(trimmed) {
+        if let Ok(Part {
+            kind: Some(kind),
+            text: Some(inner),
+        }) = serde_json::from_str::<Part>(trimmed)
+        {
             if kind == "text" {
                 let inner = inner.into_owned();
-                return Content { text: Cow::Owned(inner), images: 0, shape: Shape::WrappedPart };
+                return Content {
+                    text: Cow::Owned(inner),
+                    images: 0,
+                    shape: Shape::WrappedPart,
+                    appendix: false,
+                };
             }
         }
         return plain(text);
     }
-    match serde_json::from_str::<Vec<Part>>(trimmed).ok().and_then(|p| join_parts(&p)) {
-        Some((inner, 0)) => Content { text: Cow::Owned(inner), images: 0, shape: Shape::WrappedParts },
+    match serde_json::from_str::<Vec<Part>>(trimmed)
+        .ok()
+        .and_then(|p| join_parts(&p))
+    {
+        Some((inner, 0)) => Content {
+            text: Cow::Owned(inner),
+            images: 0,
+            shape: Shape::WrappedParts,
+            appendix: false,
+        },
         _ => plain(text),
     }
 }
@@ -95,6 +156,24 @@ fn join_parts(parts: &[Part<'_>]) -> Option<(String, usize)> {
         }
     }
     (!first).then_some((text, images))
+}
+
+/// The JSON value of a content whose original JSON is `original`, with `text` added as a
+/// part of its own after it. The original stays byte for byte inside the new value.
+pub fn append(shape: Shape, original: &str, text: &str) -> String {
+    let part = format!(
+        r#"{{"type":"text","text":{}}}"#,
+        serde_json::Value::from(text)
+    );
+    match shape {
+        Shape::Parts => {
+            let open = original.trim_end().strip_suffix(']').unwrap_or(original);
+            format!("{open},{part}]")
+        }
+        Shape::Str | Shape::WrappedPart | Shape::WrappedParts => {
+            format!(r#"[{{"type":"text","text":{original}}},{part}]"#)
+        }
+    }
 }
 
 /// The JSON value that replaces a content of `shape` with `text` (images dropped).
@@ -126,9 +205,21 @@ mod tests {
     fn shapes_round_trip() {
         let cases = [
             (r####""### Page""####, Shape::Str, "### Page"),
-            (r####""{\"type\":\"text\",\"text\":\"### Page\"}""####, Shape::WrappedPart, "### Page"),
-            (r####""[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]""####, Shape::WrappedParts, "a\nb"),
-            (r####"[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:"}}]"####, Shape::Parts, "a"),
+            (
+                r####""{\"type\":\"text\",\"text\":\"### Page\"}""####,
+                Shape::WrappedPart,
+                "### Page",
+            ),
+            (
+                r####""[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]""####,
+                Shape::WrappedParts,
+                "a\nb",
+            ),
+            (
+                r####"[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:"}}]"####,
+                Shape::Parts,
+                "a",
+            ),
         ];
         for (json, shape, text) in cases {
             let r = raw(json);
@@ -137,13 +228,59 @@ mod tests {
             let written = write(shape, "new");
             let again = raw(&written);
             let c2 = read(&again).unwrap();
-            assert_eq!((c2.shape, c2.text.as_ref(), c2.images), (shape, "new", 0), "{written}");
+            assert_eq!(
+                (c2.shape, c2.text.as_ref(), c2.images),
+                (shape, "new", 0),
+                "{written}"
+            );
         }
     }
 
     #[test]
+    fn appended_parts_keep_the_original_and_are_recognised() {
+        let block = format!("{}\n{{\"quote\":\"x\"}}", crate::appendix::EVIDENCE_HEADER);
+        for (json, shape) in [
+            (r####""### Page\nline""####, Shape::Str),
+            (
+                r####""{\"type\":\"text\",\"text\":\"### Page\"}""####,
+                Shape::WrappedPart,
+            ),
+            (
+                r####"[{"type":"text","text":"a"}, {"type":"text","text":"b"} ]"####,
+                Shape::Parts,
+            ),
+        ] {
+            let before_raw = raw(json);
+            let before = read(&before_raw).unwrap();
+            assert_eq!(before.shape, shape);
+            let appended = append(shape, json, &block);
+            assert!(
+                appended.contains(json.trim_end().trim_end_matches(']')),
+                "{appended}"
+            );
+            let after_raw = raw(&appended);
+            let after = read(&after_raw).unwrap();
+            assert!(after.appendix, "{appended}");
+            assert_eq!(after.text, before.text, "{appended}");
+        }
+        // A result whose only part reads like our header is the result's own text.
+        let own = format!(
+            r#"[{{"type":"text","text":{}}}]"#,
+            serde_json::Value::from(block.as_str())
+        );
+        let own_raw = raw(&own);
+        assert!(!read(&own_raw).unwrap().appendix);
+    }
+
+    #[test]
     fn unknown_content_is_not_read() {
-        for json in ["null", "3", "{}", r####"[{"type":"file","file":{}}]"####, "[]"] {
+        for json in [
+            "null",
+            "3",
+            "{}",
+            r####"[{"type":"file","file":{}}]"####,
+            "[]",
+        ] {
             assert!(read(&raw(json)).is_none(), "{json}");
         }
         let note = raw(r####""{\"type\":\"note\",\"text\":\"x\"}""####);

@@ -9,7 +9,8 @@ use std::str::FromStr;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::projection::{self, Plan};
+use crate::evidence::{self, EvidenceItem, EvidenceReport};
+use crate::projection::{self, Edit, Plan};
 use crate::transcript::Transcript;
 
 /// A request wire format.
@@ -63,11 +64,28 @@ pub struct Projected {
     pub format_reason: &'static str,
     /// What happened to every browser result.
     pub report: Plan,
+    /// What the evidence track kept, refused, omitted and dropped.
+    pub evidence: EvidenceReport,
 }
 
 /// Projects `body` under `config`. With compaction off the body comes back unchanged,
 /// with the report of what projection would see.
-pub fn project_request(body: &str, format: RequestFormat, config: &Config) -> Result<Projected, Error> {
+pub fn project_request(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+) -> Result<Projected, Error> {
+    project_request_with(body, format, config, &[])
+}
+
+/// [`project_request`], with evidence items named by the host. Each must ground in a chunk
+/// the browser returned (SPEC 3); the rest are dropped and reported.
+pub fn project_request_with(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    explicit: &[EvidenceItem],
+) -> Result<Projected, Error> {
     let request = openai_chat::ChatRequest::read(body)?;
     let (format, format_reason) = match format {
         RequestFormat::Auto => decide(request.hints)?,
@@ -77,15 +95,71 @@ pub fn project_request(body: &str, format: RequestFormat, config: &Config) -> Re
         return Err(Error::Unsupported(format.name()));
     }
     if !request.hints.has_messages {
-        return Err(Error::Shape { format: "openai", reason: "no `messages` array".into() });
+        return Err(Error::Shape {
+            format: "openai",
+            reason: "no `messages` array".into(),
+        });
     }
-    let report = projection::plan(request.transcript(), config);
+    let mut report = projection::plan(request.transcript(), config);
+    let mut evidence = EvidenceReport::default();
+    if config.evidence_enabled() {
+        evidence = add_evidence(&request, &mut report, config, explicit);
+    }
     let body = if config.browser_history_compaction {
         request.write(&report.edits)
     } else {
         body.to_string()
     };
-    Ok(Projected { body, format, format_reason, report })
+    Ok(Projected {
+        body,
+        format,
+        format_reason,
+        report,
+        evidence,
+    })
+}
+
+/// Selects evidence and appends its block to the newest non-failed browser result, within
+/// the request budget.
+fn add_evidence(
+    request: &openai_chat::ChatRequest<'_>,
+    plan: &mut Plan,
+    config: &Config,
+    explicit: &[EvidenceItem],
+) -> EvidenceReport {
+    let transcript = request.transcript();
+    let Some(target) = evidence::target(transcript, plan) else {
+        return EvidenceReport::default();
+    };
+    let g = evidence::gather(transcript, plan);
+    let limits = evidence::Limits {
+        max_bytes: config.evidence_max_bytes,
+        max_items: config.evidence_max_items,
+        max_quote_bytes: config.evidence_max_quote_bytes,
+    };
+    let selection = evidence::select(explicit, &g.collapsed, &g.all, &g.live, &g.context, limits);
+    let base = request.written_len(&plan.edits);
+    let body_len = request.written_len(&[]);
+    let fits = |block: &str| match config.request_budget_bytes {
+        None => true,
+        Some(budget) => {
+            let appended = Edit {
+                item: target,
+                text: block.to_string(),
+                append: true,
+            };
+            base + request.written_len(std::slice::from_ref(&appended)) - body_len <= budget
+        }
+    };
+    let (block, report) = evidence::fit(selection, config.evidence_max_quote_bytes, fits);
+    if let Some(text) = block {
+        plan.edits.push(Edit {
+            item: target,
+            text,
+            append: true,
+        });
+    }
+    report
 }
 
 /// The neutral transcript of `body`, for callers that run their own analysis.
@@ -104,19 +178,34 @@ pub fn detect_format(body: &str) -> Result<(RequestFormat, &'static str), Error>
 
 fn decide(hints: openai_chat::Hints) -> Result<(RequestFormat, &'static str), Error> {
     if !hints.has_messages && hints.has_input {
-        return Ok((RequestFormat::Responses, "top-level `input` and no `messages`"));
+        return Ok((
+            RequestFormat::Responses,
+            "top-level `input` and no `messages`",
+        ));
     }
     if !hints.has_messages {
         return Err(Error::Shape {
             format: "model request",
-            reason: format!("no `messages` or `input` array (supported formats: {})", RequestFormat::NAMES),
+            reason: format!(
+                "no `messages` or `input` array (supported formats: {})",
+                RequestFormat::NAMES
+            ),
         });
     }
     if hints.has_system {
-        return Ok((RequestFormat::Anthropic, "top-level `system` or `anthropic_version`"));
+        return Ok((
+            RequestFormat::Anthropic,
+            "top-level `system` or `anthropic_version`",
+        ));
     }
     if hints.has_anthropic_blocks {
-        return Ok((RequestFormat::Anthropic, "`tool_use` / `tool_result` content blocks"));
+        return Ok((
+            RequestFormat::Anthropic,
+            "`tool_use` / `tool_result` content blocks",
+        ));
     }
-    Ok((RequestFormat::OpenAiChat, "`messages` without Anthropic content blocks"))
+    Ok((
+        RequestFormat::OpenAiChat,
+        "`messages` without Anthropic content blocks",
+    ))
 }

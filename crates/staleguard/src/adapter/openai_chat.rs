@@ -7,7 +7,9 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use serde::de::{self, value::MapAccessDeserializer, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, value::MapAccessDeserializer, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -111,7 +113,10 @@ impl<'a> ChatRequest<'a> {
     pub fn read(body: &'a str) -> Result<Self, Error> {
         let envelope: Envelope<'a> = serde_json::from_str(body).map_err(|e| {
             if e.is_data() {
-                Error::Shape { format: "openai", reason: e.to_string() }
+                Error::Shape {
+                    format: "openai",
+                    reason: e.to_string(),
+                }
             } else {
                 Error::json(&e, body)
             }
@@ -154,7 +159,9 @@ impl<'a> ChatRequest<'a> {
         if let Some(c) = m.content {
             self.hints.has_anthropic_blocks |= looks_anthropic(c);
         }
-        let role = m.role.and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok());
+        let role = m
+            .role
+            .and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok());
         match role.as_deref() {
             Some("tool") => self.read_result(index, m.tool_call_id, m.content),
             // Legacy function calling pairs a `function` message with the call by name.
@@ -177,6 +184,7 @@ impl<'a> ChatRequest<'a> {
             text: content.text,
             is_error: false,
             images: content.images,
+            appendix: content.appendix,
             message: index,
         };
         self.push(Item::Result(result), span);
@@ -184,15 +192,31 @@ impl<'a> ChatRequest<'a> {
 
     fn read_assistant(&mut self, index: usize, m: &Message<'a>) {
         self.read_text(Role::Assistant, m.content);
-        if let Some(calls) = m.tool_calls.and_then(|r| serde_json::from_str::<Vec<&RawValue>>(r.get()).ok()) {
+        if let Some(calls) = m
+            .tool_calls
+            .and_then(|r| serde_json::from_str::<Vec<&RawValue>>(r.get()).ok())
+        {
             for raw in calls {
-                let call = serde_json::from_str::<CallJson<'a>>(raw.get()).ok().and_then(|c| tool_call(c, index));
+                let call = serde_json::from_str::<CallJson<'a>>(raw.get())
+                    .ok()
+                    .and_then(|c| tool_call(c, index));
                 self.push(call.map_or(Item::Other, Item::Call), None);
             }
         }
-        let legacy = m.function_call.and_then(|r| serde_json::from_str::<FunctionJson<'a>>(r.get()).ok());
-        if let Some(FunctionJson { name: Some(name), arguments }) = legacy {
-            let call = ToolCall { id: name.clone(), name, arguments: arguments_text(arguments), message: index };
+        let legacy = m
+            .function_call
+            .and_then(|r| serde_json::from_str::<FunctionJson<'a>>(r.get()).ok());
+        if let Some(FunctionJson {
+            name: Some(name),
+            arguments,
+        }) = legacy
+        {
+            let call = ToolCall {
+                id: name.clone(),
+                name,
+                arguments: arguments_text(arguments),
+                message: index,
+            };
             self.push(Item::Call(call), None);
         }
     }
@@ -211,26 +235,44 @@ impl<'a> ChatRequest<'a> {
         (end <= self.body.len()).then_some(Span { start, end, shape })
     }
 
-    /// The body with each edit's content replaced; all other bytes are copied.
+    /// The body with each edit applied; all other bytes are copied.
     pub fn write(&self, edits: &[Edit]) -> String {
-        let mut spliced: Vec<(Span, &str)> = edits
+        let mut spliced: Vec<(Span, &Edit)> = edits
             .iter()
-            .filter_map(|e| Some((self.spans.get(e.item).copied().flatten()?, e.text.as_str())))
+            .filter_map(|e| Some((self.spans.get(e.item).copied().flatten()?, e)))
             .collect();
         spliced.sort_by_key(|(span, _)| span.start);
-        let extra: usize = spliced.iter().map(|(_, t)| t.len() + 16).sum();
+        let extra: usize = spliced.iter().map(|(_, e)| e.text.len() + 64).sum();
         let mut out = String::with_capacity(self.body.len() + extra);
         let mut at = 0;
-        for (span, text) in spliced {
+        for (span, edit) in spliced {
             if span.start < at {
                 continue;
             }
             out.push_str(&self.body[at..span.start]);
-            out.push_str(&content::write(span.shape, text));
+            out.push_str(&self.content_json(span, edit));
             at = span.end;
         }
         out.push_str(&self.body[at..]);
         out
+    }
+
+    fn content_json(&self, span: Span, edit: &Edit) -> String {
+        if edit.append {
+            content::append(span.shape, &self.body[span.start..span.end], &edit.text)
+        } else {
+            content::write(span.shape, &edit.text)
+        }
+    }
+
+    /// The length [`write`](Self::write) would give, without writing.
+    pub fn written_len(&self, edits: &[Edit]) -> usize {
+        edits.iter().fold(self.body.len(), |len, e| {
+            match self.spans.get(e.item).copied().flatten() {
+                Some(span) => len - (span.end - span.start) + self.content_json(span, e).len(),
+                None => len,
+            }
+        })
     }
 }
 
@@ -241,7 +283,12 @@ fn tool_call<'a>(c: CallJson<'a>, message: usize) -> Option<ToolCall<'a>> {
         (None, Some(custom)) => (custom.name?, arguments_text(custom.input)),
         (None, None) => return None,
     };
-    Some(ToolCall { id, name, arguments, message })
+    Some(ToolCall {
+        id,
+        name,
+        arguments,
+        message,
+    })
 }
 
 /// Arguments as JSON text: decoded when a string, the raw JSON otherwise.
@@ -256,9 +303,17 @@ fn arguments_text(raw: Option<&RawValue>) -> Cow<'_, str> {
 fn looks_anthropic(content: &RawValue) -> bool {
     let json = content.get();
     json.starts_with('[')
-        && ["\"tool_use\"", "\"tool_result\"", "\"thinking\""].iter().any(|t| json.contains(t))
-        && serde_json::from_str::<Vec<BlockType>>(json)
-            .is_ok_and(|blocks| blocks.iter().any(|b| matches!(b.kind.as_deref(), Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking"))))
+        && ["\"tool_use\"", "\"tool_result\"", "\"thinking\""]
+            .iter()
+            .any(|t| json.contains(t))
+        && serde_json::from_str::<Vec<BlockType>>(json).is_ok_and(|blocks| {
+            blocks.iter().any(|b| {
+                matches!(
+                    b.kind.as_deref(),
+                    Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking")
+                )
+            })
+        })
 }
 
 #[derive(Deserialize)]

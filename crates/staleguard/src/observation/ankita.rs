@@ -168,6 +168,56 @@ fn is_attr(item: &str) -> bool {
     }
 }
 
+/// A chunk of a page-text read-back: the page text the browser returned for a range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBack<'a> {
+    /// The read-back's own observation ID.
+    pub observation: &'a str,
+    pub url: &'a str,
+    pub text: &'a str,
+}
+
+/// The chunks of a page-text read-back: `Page text observation <id>`, then one or more
+/// `Source: <url>; frame=...; range=a:b` lines, each followed by its text.
+pub fn read_back(text: &str) -> Vec<ReadBack<'_>> {
+    let mut lines = text.split('\n');
+    let Some(observation) = lines
+        .next()
+        .and_then(|l| l.trim_end().strip_prefix("Page text observation "))
+    else {
+        return Vec::new();
+    };
+    let mut chunks = Vec::new();
+    let mut current: Option<(&str, Vec<&str>)> = None;
+    for line in lines {
+        if let Some(source) = line.strip_prefix("Source: ") {
+            chunks.extend(current.take().map(|(url, body)| (url, body)));
+            let url = source.split(';').next().unwrap_or("").trim();
+            current = Some((url, Vec::new()));
+        } else if let Some((_, body)) = current.as_mut() {
+            body.push(line);
+        }
+    }
+    chunks.extend(current);
+    chunks
+        .into_iter()
+        .filter_map(|(url, body)| {
+            let first = body.first()?;
+            let last = body.last()?;
+            // The chunk is the span of the original text from its first to its last line.
+            let base = text.as_ptr() as usize;
+            let start = (first.as_ptr() as usize).checked_sub(base)?;
+            let end = (last.as_ptr() as usize).checked_sub(base)? + last.len();
+            let chunk = text.get(start..end)?.trim_end_matches(['\r', '\n']);
+            (!chunk.trim().is_empty()).then_some(ReadBack {
+                observation: observation.trim(),
+                url,
+                text: chunk,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +315,28 @@ Observation: 00000000-0000-4000-8000-000000000003";
         assert_eq!(obs.refs[0].id, "1-0-31");
         let crlf = SNAPSHOT.replace('\n', "\r\n");
         assert_eq!(parse(&crlf), Some(obs));
+    }
+
+    #[test]
+    fn read_back_chunks() {
+        let text = "Page text observation 00000000-0000-4000-8000-000000000005\nSource: https://shop.example/confirm; frame=main; range=0:52\nConfirm your order. Order total: $39.98 for 2 x Blue.\nSource: https://shop.example/faq; frame=f1; range=0:9\nShips in\n2 days.";
+        let chunks = read_back(text);
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(
+            chunks[0].observation,
+            "00000000-0000-4000-8000-000000000005"
+        );
+        assert_eq!(chunks[0].url, "https://shop.example/confirm");
+        assert_eq!(
+            chunks[0].text,
+            "Confirm your order. Order total: $39.98 for 2 x Blue."
+        );
+        assert_eq!(
+            (chunks[1].url, chunks[1].text),
+            ("https://shop.example/faq", "Ships in\n2 days.")
+        );
+        assert!(read_back("Current snapshot:\nSource: x").is_empty());
+        assert!(read_back("Page text observation x\nSource: u; range=0:0\n").is_empty());
     }
 
     #[test]

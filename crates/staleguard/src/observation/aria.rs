@@ -171,7 +171,10 @@ fn count_lines(text: &str, from: usize, stop_at_fence: bool) -> (usize, bool, us
     while start < b.len() {
         let (verdict, read_to) = fast_line_ref(b, start);
         let end = line_end(b, read_to);
-        if stop_at_fence && b.get(start) == Some(&b'`') && is_fence_line(b.get(start..end).unwrap_or(&[])) {
+        if stop_at_fence
+            && b.get(start) == Some(&b'`')
+            && is_fence_line(b.get(start..end).unwrap_or(&[]))
+        {
             return (count, diff, start);
         }
         let (has_ref, changed) = match verdict {
@@ -191,7 +194,8 @@ fn count_lines(text: &str, from: usize, stop_at_fence: bool) -> (usize, bool, us
 
 /// A line that closes a fence: `` ``` `` and nothing but ASCII whitespace.
 fn is_fence_line(line: &[u8]) -> bool {
-    line.strip_prefix(b"```").is_some_and(|rest| rest.iter().all(u8::is_ascii_whitespace))
+    line.strip_prefix(b"```")
+        .is_some_and(|rest| rest.iter().all(u8::is_ascii_whitespace))
 }
 
 /// Whether the line starting at `start` carries a ref, when it has the common shape
@@ -238,7 +242,9 @@ fn attrs_have_ref(b: &[u8], mut i: usize) -> (Option<bool>, usize) {
     while b.get(i) == Some(&b' ') && b.get(i + 1) == Some(&b'[') {
         let content = b.get(i + 2..).unwrap_or(&[]);
         // A bracket left open on its line ends the attributes.
-        let Some(close) = find_any(content, [b']', b'\n', b'\n']).filter(|&c| content.get(c) == Some(&b']')) else {
+        let Some(close) =
+            find_any(content, [b']', b'\n', b'\n']).filter(|&c| content.get(c) == Some(&b']'))
+        else {
             break;
         };
         match bracket_has_ref(content.get(..close).unwrap_or(&[])) {
@@ -310,8 +316,14 @@ fn bracket_has_ref(content: &[u8]) -> Option<bool> {
         return None;
     }
     let is_ref = |item: &[u8]| {
-        let start = item.iter().position(|&c| !is_ascii_space(c)).unwrap_or(item.len());
-        let end = item.iter().rposition(|&c| !is_ascii_space(c)).map_or(start, |e| e + 1);
+        let start = item
+            .iter()
+            .position(|&c| !is_ascii_space(c))
+            .unwrap_or(item.len());
+        let end = item
+            .iter()
+            .rposition(|&c| !is_ascii_space(c))
+            .map_or(start, |e| e + 1);
         let id = item.get(start..end).and_then(|t| t.strip_prefix(b"ref="));
         id.is_some_and(|id| !id.is_empty() && id.iter().all(|&c| is_role_byte(c)))
     };
@@ -324,7 +336,9 @@ fn find_any(hay: &[u8], bytes: [u8; 3]) -> Option<usize> {
     const ONES: u64 = u64::MAX / 255;
     let mut at = 0;
     while let Some(word) = hay.get(at..at + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(word) else { break };
+        let Ok(chunk) = <[u8; 8]>::try_from(word) else {
+            break;
+        };
         let w = u64::from_le_bytes(chunk);
         // A zero byte of `w ^ splat(x)` is a match; its lowest flagged bit marks the first
         // one, as borrows only spill upward.
@@ -508,7 +522,10 @@ fn name_at(s: &str, pos: usize) -> Option<Option<(Span, usize)>> {
 fn closing_double_quote(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let mut i = 0;
-    while let Some(at) = b.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+    while let Some(at) = b
+        .get(i..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+    {
         if b.get(i + at) == Some(&b'"') {
             return Some(i + at);
         }
@@ -890,20 +907,76 @@ mod tests {
     fn tree_line() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let pick = |v: Vec<&'static str>| proptest::sample::select(v);
-        let indent = pick(vec!["", "  ", "          ", "\t", "\u{b}", "\u{a0}", " \r", "é"]);
-        let dash = pick(vec!["- ", "- ", "-", "", "- <changed> ", "- '", "- ref=e4 [unchanged]"]);
-        let role = pick(vec!["button", "cell", "x", "", "/url", "é", "a_b-1", "ref=e1"]);
-        let name = pick(vec!["", " \"Name\"", " \"a [ref=e9] \\\" b\"", " \"x\\", " \"x", " /a/", " \"é\\\\\"", "\""]);
-        let bracket = pick(vec![
-            " [ref=e1]", " [ref=f2e3]", " [level=1]", " [ref=]", " [ref=e1 ]", " [ ref=e1]",
-            " [level=1, ref=e2]", " [ref=e1,x]", " [a[ref=e3]", " [ref=é]", " [\u{a0}ref=e5]",
-            " [\u{b}ref=e6]", " [\tref=e7,\u{c}]", " [ref=e1", "[ref=e1]", " [ref=e1\r]",
+        let indent = pick(vec![
+            "",
+            "  ",
+            "          ",
+            "\t",
+            "\u{b}",
+            "\u{a0}",
+            " \r",
+            "é",
         ]);
-        let rest = pick(vec!["", ":", ": text [ref=e8]", " clickable [cursor:pointer]", "\r", "'", "':"]);
+        let dash = pick(vec![
+            "- ",
+            "- ",
+            "-",
+            "",
+            "- <changed> ",
+            "- '",
+            "- ref=e4 [unchanged]",
+        ]);
+        let role = pick(vec![
+            "button", "cell", "x", "", "/url", "é", "a_b-1", "ref=e1",
+        ]);
+        let name = pick(vec![
+            "",
+            " \"Name\"",
+            " \"a [ref=e9] \\\" b\"",
+            " \"x\\",
+            " \"x",
+            " /a/",
+            " \"é\\\\\"",
+            "\"",
+        ]);
+        let bracket = pick(vec![
+            " [ref=e1]",
+            " [ref=f2e3]",
+            " [level=1]",
+            " [ref=]",
+            " [ref=e1 ]",
+            " [ ref=e1]",
+            " [level=1, ref=e2]",
+            " [ref=e1,x]",
+            " [a[ref=e3]",
+            " [ref=é]",
+            " [\u{a0}ref=e5]",
+            " [\u{b}ref=e6]",
+            " [\tref=e7,\u{c}]",
+            " [ref=e1",
+            "[ref=e1]",
+            " [ref=e1\r]",
+        ]);
+        let rest = pick(vec![
+            "",
+            ":",
+            ": text [ref=e8]",
+            " clickable [cursor:pointer]",
+            "\r",
+            "'",
+            "':",
+        ]);
         let end = pick(vec!["\n", "\r\n", ""]);
-        (indent, dash, role, name, proptest::collection::vec(bracket, 0..3), rest, end).prop_map(
-            |(i, d, r, n, b, t, e)| format!("{i}{d}{r}{n}{}{t}{e}", b.concat()),
+        (
+            indent,
+            dash,
+            role,
+            name,
+            proptest::collection::vec(bracket, 0..3),
+            rest,
+            end,
         )
+            .prop_map(|(i, d, r, n, b, t, e)| format!("{i}{d}{r}{n}{}{t}{e}", b.concat()))
     }
 
     proptest::proptest! {
@@ -921,10 +994,22 @@ mod tests {
     #[test]
     fn count_refs_edge_lines() {
         for text in [
-            "", "\n", "- a \"x\\\n\" [ref=e1]", "- a \"x\\\r\n\" [ref=e1]", "- a [ref=e1\n]",
-            "- a [ref=e1]\r\n- b [ref=e2]", "  \t- a [ref=e1]", "\u{a0}- a [ref=e1]",
-            "- a [\u{a0}ref=e1]", "- a [x [ref=e1]", "- <changed> text: x", "- ref=e2 [unchanged]",
-            "- 'a [ref=e1]':", "- a /b/ [ref=e1]", "- a\r [ref=e1]", "-  a [ref=e1]",
+            "",
+            "\n",
+            "- a \"x\\\n\" [ref=e1]",
+            "- a \"x\\\r\n\" [ref=e1]",
+            "- a [ref=e1\n]",
+            "- a [ref=e1]\r\n- b [ref=e2]",
+            "  \t- a [ref=e1]",
+            "\u{a0}- a [ref=e1]",
+            "- a [\u{a0}ref=e1]",
+            "- a [x [ref=e1]",
+            "- <changed> text: x",
+            "- ref=e2 [unchanged]",
+            "- 'a [ref=e1]':",
+            "- a /b/ [ref=e1]",
+            "- a\r [ref=e1]",
+            "-  a [ref=e1]",
         ] {
             let (obs, stats) = tree(text);
             assert_eq!(count_refs(text), (obs.refs.len(), stats.diff), "{text:?}");

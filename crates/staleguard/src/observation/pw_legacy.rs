@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use super::pw_common::{Depth, build, scan, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use super::pw_common::{build, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.

@@ -2,7 +2,7 @@
 //! `### Snapshot` (an inline ```yaml tree, full or incremental, or a link to a `.yml` file),
 //! `### Result`, `### Error`, `### Events`.
 
-use super::pw_common::{Depth, build, has_any_heading, scan, H_PAGE, H_SNAPSHOT};
+use super::pw_common::{build, has_any_heading, scan, Depth, H_PAGE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.

@@ -134,7 +134,10 @@ fn header_agrees(text: &str) -> Result<(), TestCaseError> {
     if let (Some(f), Some(h)) = (full, header) {
         prop_assert_eq!((f.format, f.kind), (h.format, h.kind), "{:?}", text);
         prop_assert_eq!(f.refs.len(), h.ref_count(), "{:?}", text);
-        prop_assert_eq!((&f.url, &f.title, &f.action, &f.tabs), (&h.url, &h.title, &h.action, &h.tabs));
+        prop_assert_eq!(
+            (&f.url, &f.title, &f.action, &f.tabs),
+            (&h.url, &h.title, &h.action, &h.tabs)
+        );
     }
     Ok(())
 }

@@ -47,7 +47,10 @@ pub fn read(path: &Path) -> String {
 }
 
 pub fn on() -> Config {
-    Config { browser_history_compaction: true, ..Config::default() }
+    Config {
+        browser_history_compaction: true,
+        ..Config::default()
+    }
 }
 
 pub fn project(body: &str) -> Projected {
@@ -61,7 +64,12 @@ pub fn messages(body: &str) -> Vec<Value> {
 
 /// Index of the first message of the live page state, if any.
 pub fn live_message(p: &Projected) -> Option<usize> {
-    p.report.results.iter().filter(|r| r.status == Status::Live).map(|r| r.message).min()
+    p.report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Live)
+        .map(|r| r.message)
+        .min()
 }
 
 /// Checks every SPEC 2 invariant that one projection can show on its own.
@@ -76,42 +84,95 @@ pub fn check_invariants(input: &str, p: &Projected) {
         .filter(|r| r.status == Status::Collapsed && r.bytes_before != r.bytes_after)
         .map(|r| r.message)
         .collect();
-    assert_eq!(collapsed.len(), p.report.edits.len(), "one edit per collapsed result");
+    assert_eq!(
+        collapsed.len(),
+        p.report.collapsed(),
+        "one edit per collapsed result"
+    );
+    let appended = appended_message(p);
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
         if collapsed.contains(&i) {
             check_collapsed(b, a);
+        } else if Some(i) == appended {
+            check_appended(b, a);
         } else {
             assert_eq!(b, a, "message {i} must be untouched");
         }
     }
     // Key order and every other byte: restoring the old contents gives the input back.
     let mut restored: Value = serde_json::from_str(&p.body).expect("valid JSON out");
-    for &i in &collapsed {
+    for &i in collapsed.iter().chain(&appended) {
         restored["messages"][i]["content"] = before[i]["content"].clone();
     }
     let original: Value = serde_json::from_str(input).expect("valid JSON in");
-    assert_eq!(serde_json::to_string(&original).ok(), serde_json::to_string(&restored).ok());
+    assert_eq!(
+        serde_json::to_string(&original).ok(),
+        serde_json::to_string(&restored).ok()
+    );
     // Idempotent.
     let again = project(&p.body);
     assert_eq!(again.body, p.body, "projection must be idempotent");
     assert_eq!(again.report.edits.len(), 0);
 }
 
+/// The message that carries the evidence block, if one was added.
+pub fn appended_message(p: &Projected) -> Option<usize> {
+    let item = p.report.edits.iter().find(|e| e.append)?.item;
+    p.report
+        .results
+        .iter()
+        .find(|r| r.item == item)
+        .map(|r| r.message)
+}
+
+/// The newest result keeps its content byte for byte, and the block follows as its own part.
+fn check_appended(before: &Value, after: &Value) {
+    let parts = after["content"]
+        .as_array()
+        .expect("content with an appended part");
+    let block = parts
+        .last()
+        .and_then(|p| p["text"].as_str())
+        .expect("appended text part");
+    assert!(
+        block.starts_with(staleguard::evidence::EVIDENCE_HEADER),
+        "{block}"
+    );
+    assert!(
+        !staleguard::neutralise::has_ref_token(block),
+        "ref token in {block}"
+    );
+    match &before["content"] {
+        Value::Array(own) => assert_eq!(own[..], parts[..parts.len() - 1]),
+        own => assert_eq!(own, &parts[0]["text"]),
+    }
+}
+
 fn check_collapsed(before: &Value, after: &Value) {
-    for key in before.as_object().map(|o| o.keys().collect::<Vec<_>>()).unwrap_or_default() {
+    for key in before
+        .as_object()
+        .map(|o| o.keys().collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
         if key != "content" {
             assert_eq!(before[key], after[key], "field {key} kept");
         }
     }
     let text = content_text(after);
     let receipt = text.lines().next().unwrap_or("");
-    assert!(receipt.starts_with(staleguard::receipt::RECEIPT_TAG), "{text}");
+    assert!(
+        receipt.starts_with(staleguard::receipt::RECEIPT_TAG),
+        "{text}"
+    );
     assert!(receipt.len() <= 512, "receipt {} bytes", receipt.len());
     assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
-    assert!(!staleguard::neutralise::has_ref_token(&text), "ref token in {text}");
+    assert!(
+        !staleguard::neutralise::has_ref_token(&text),
+        "ref token in {text}"
+    );
 }
 
-/// The text of a message's content (a string, or text parts joined).
+/// The text of a message's content (a string, or text parts joined), evidence included.
 pub fn content_text(message: &Value) -> String {
     match &message["content"] {
         Value::String(s) => s.clone(),
