@@ -1,7 +1,8 @@
 //! The `inspect` report: every browser result, then totals in bytes and tokens.
 
 use serde::Serialize;
-use staleguard::{Projected, ResultReport};
+use staleguard::evidence::Quote;
+use staleguard::{EvidenceReport, Projected, ResultReport};
 
 /// Tokens counted with the o200k_base encoding (GPT-4o and later).
 fn count_tokens(text: &str) -> usize {
@@ -16,6 +17,7 @@ pub struct Report<'p> {
     format: &'static str,
     format_reason: &'static str,
     results: Vec<Row<'p>>,
+    evidence: &'p EvidenceReport,
     totals: Totals,
 }
 
@@ -61,6 +63,7 @@ impl<'p> Report<'p> {
             format: projected.format.name(),
             format_reason: projected.format_reason,
             results,
+            evidence: &projected.evidence,
             totals,
         }
     }
@@ -94,6 +97,7 @@ impl<'p> Report<'p> {
                     .unwrap_or_default()
             ));
         }
+        out.push_str(&evidence_table(self.evidence));
         let t = &self.totals;
         out.push_str(&format!(
             "\ntotal: {} browser results, {} collapsed, {} refs withheld\nbytes:  {} -> {} ({})\ntokens: {} -> {} ({}, o200k_base)\n",
@@ -127,6 +131,44 @@ impl<'p> From<&'p ResultReport> for Row<'p> {
             images_dropped: r.images_dropped,
         }
     }
+}
+
+fn evidence_table(e: &EvidenceReport) -> String {
+    let mut out = format!(
+        "\nevidence: {} retained ({} bytes), {} refused, {} omitted by the budget, {} dropped\n",
+        e.retained.len(),
+        e.bytes,
+        e.refused.len(),
+        e.omitted.len(),
+        e.dropped.len()
+    );
+    let row = |kind: &str, q: &Quote| {
+        format!(
+            "  {kind:<8}  {:<8}  {}  \"{}\"\n",
+            q.observation,
+            clip(&q.source_url, 50),
+            clip(&q.quote, 60)
+        )
+    };
+    for q in &e.retained {
+        out.push_str(&row("kept", q));
+    }
+    for q in &e.refused {
+        out.push_str(&row("refused", q));
+    }
+    for q in &e.omitted {
+        out.push_str(&row("omitted", q));
+    }
+    for (item, reason) in &e.dropped {
+        out.push_str(&format!(
+            "  dropped   {:<8}  {}  \"{}\" ({})\n",
+            clip(&item.observation, 8),
+            clip(&item.source_url, 50),
+            clip(&item.quote, 40),
+            reason.as_str()
+        ));
+    }
+    out
 }
 
 fn percent(before: usize, after: usize) -> String {

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use staleguard::{project_request, Config, Projected, RequestFormat};
+use staleguard::{
+    project_request, project_request_with, Config, EvidenceItem, Projected, RequestFormat,
+};
 
 /// The bundled recording that `demo` runs: a real @playwright/mcp 0.0.41 session.
 const DEMO_BODY: &str = include_str!("../../../fixtures/demo/long_page.openai.json");
@@ -53,6 +55,10 @@ struct InputArgs {
     /// Config file (default: ./staleguard.toml when it exists).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Evidence items to keep: a JSON array of {"source_url", "observation", "quote"}.
+    /// Each must ground in page text of the request; the rest are dropped and reported.
+    #[arg(long, value_name = "FILE")]
+    evidence: Option<PathBuf>,
 }
 
 /// A failure the user can act on: printed as one line, exit code 2.
@@ -79,12 +85,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Project { input } => {
             let (body, format, config) = load(&input)?;
-            let projected = project_request(&body, format, &config)?;
+            let projected = project_request_with(&body, format, &config, &load_evidence(&input)?)?;
             write_stdout(projected.body.as_bytes())
         }
         Command::Inspect { input, json } => {
             let (body, format, config) = load(&input)?;
-            let projected = project_request(&body, format, &config)?;
+            let projected = project_request_with(&body, format, &config, &load_evidence(&input)?)?;
             let report = inspect::Report::new(&body, &projected);
             let text = if json {
                 report.to_json()
@@ -104,6 +110,19 @@ fn load(args: &InputArgs) -> Result<(String, RequestFormat, Config), Failure> {
     config.browser_history_compaction = true;
     let body = read_input(args.input.as_deref())?;
     Ok((body, format, config))
+}
+
+fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {
+    let Some(path) = &args.evidence else {
+        return Ok(Vec::new());
+    };
+    let text = read_file(path)?;
+    serde_json::from_str(&text).map_err(|e| {
+        Failure(format!(
+            "{}: not a JSON array of evidence items: {e}",
+            path.display()
+        ))
+    })
 }
 
 fn load_config(path: Option<&Path>) -> Result<Config, Failure> {

@@ -217,3 +217,50 @@ fn config_errors_name_the_file_and_the_variable() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn inspect_lists_evidence_and_explicit_items() {
+    let dir = std::env::temp_dir().join(format!("staleguard-ev-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let items = dir.join("evidence.json");
+    std::fs::write(
+        &items,
+        r#"[{"source_url":"https://shop.example/confirm","observation":"00000000-0000-4000-8000-000000000003","quote":"Order total: $99"}]"#,
+    )
+    .unwrap();
+    let path = fixture("ankita/order.openai.json");
+    let out = run(
+        &[
+            "inspect",
+            "--evidence",
+            items.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("evidence: 2 retained"), "{text}");
+    assert!(text.contains("Price: $19.99 per widget."), "{text}");
+    assert!(
+        text.contains("(quote not found in the page text)"),
+        "{text}"
+    );
+    std::fs::write(&items, "{}").unwrap();
+    let out = run(
+        &[
+            "project",
+            "--evidence",
+            items.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not a JSON array of evidence items"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -129,21 +129,36 @@ pub fn select(
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
     let mut bytes = 0;
     for quote in candidates {
-        if !seen.insert(digest(&quote)) {
+        if !seen.insert(digest(&quote)) || is_redundant(&quote, &selection.quotes) {
             continue;
         }
         if quote.quote.len() > limits.max_quote_bytes {
             selection.refused.push(quote);
             continue;
         }
+        // A longer quote that holds kept ones replaces them.
+        let (inside, others): (Vec<Quote>, Vec<Quote>) = std::mem::take(&mut selection.quotes)
+            .into_iter()
+            .partition(|k| is_redundant(k, std::slice::from_ref(&quote)));
+        selection.quotes = others;
+        bytes -= inside.iter().map(|k| line(k).len() + 1).sum::<usize>();
         let size = line(&quote).len() + 1;
         if selection.quotes.len() >= limits.max_items || bytes + size > limits.max_bytes {
+            bytes += inside.iter().map(|k| line(k).len() + 1).sum::<usize>();
+            selection.quotes.extend(inside);
             continue;
         }
         bytes += size;
         selection.quotes.push(quote);
     }
     selection
+}
+
+/// A quote already inside a kept quote from the same page adds nothing.
+fn is_redundant(quote: &Quote, kept: &[Quote]) -> bool {
+    let url = normalise(&quote.source_url);
+    kept.iter()
+        .any(|k| k.quote.contains(quote.quote.as_str()) && normalise(&k.source_url) == url)
 }
 
 /// Checks an explicit item against the chunks the browser returned.
@@ -176,6 +191,12 @@ fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason
     })
 }
 
+/// Chunks up to this many bytes are cells, labels and values.
+const SHORT_CHUNK: usize = 64;
+
+/// Words that occur in more chunks than this carry no weight: they do not single out a fact.
+const RARE_MAX_CHUNKS: usize = 5;
+
 /// Collapsed chunks, most useful first: used by the model later or sharing rare words
 /// with the question; then from more recent pages; then short chunks with numbers or IDs.
 /// Chunks still on the live page are left out: they are not stale.
@@ -187,46 +208,82 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
     let frequency = document_frequency(collapsed.iter().chain(live));
     let question = words(context.question);
     let mut later_cache: HashMap<usize, HashSet<String>> = HashMap::new();
-    let mut scored: Vec<(usize, usize, bool, usize, &Chunk<'_>)> = Vec::new();
-    for (order, (oldest, chunk)) in unique_chunks(collapsed).into_iter().enumerate() {
-        if chunk.text.trim().is_empty()
-            || live_keys.contains(&(normalise(&chunk.url), chunk.text.as_ref()))
-        {
-            continue;
-        }
-        let rare: Vec<String> = words(&chunk.text)
-            .into_iter()
-            .filter(|w| frequency.get(w).copied().unwrap_or(0) <= 2)
-            .collect();
-        // The model may have used the fact after any copy of the chunk: count from the oldest.
-        let later = later_cache
-            .entry(oldest)
-            .or_insert_with(|| later_words(context, oldest));
-        let used = rare.iter().filter(|w| later.contains(*w)).count();
-        let asked = rare.iter().filter(|w| question.contains(*w)).count();
-        scored.push((
-            used + asked,
-            chunk.position,
-            is_short_fact(&chunk.text),
-            order,
-            chunk,
-        ));
-    }
+    let unique = unique_chunks(collapsed);
+    let mut scores: Vec<u32> = unique
+        .iter()
+        .map(|&(oldest, chunk)| {
+            // The model may have used the fact after any copy of the chunk: count from the oldest.
+            let later = later_cache
+                .entry(oldest)
+                .or_insert_with(|| later_words(context, oldest));
+            // What is asked now weighs more than what was used before.
+            relevance(&chunk.text, &frequency, |w| later.contains(w))
+                + 3 * relevance(&chunk.text, &frequency, |w| question.contains(w))
+        })
+        .collect();
+    spread_to_neighbours(&unique, &mut scores);
+    let mut order: Vec<usize> = (0..unique.len())
+        .filter(|&i| {
+            let c = unique[i].1;
+            !c.text.trim().is_empty() && !live_keys.contains(&(normalise(&c.url), c.text.as_ref()))
+        })
+        .collect();
     // Highest score, then newest page, then short facts, then page order: deterministic.
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(b.2.cmp(&a.2))
-            .then(a.3.cmp(&b.3))
+    order.sort_by(|&a, &b| {
+        let (ca, cb) = (unique[a].1, unique[b].1);
+        scores[b]
+            .cmp(&scores[a])
+            .then(cb.position.cmp(&ca.position))
+            .then(is_short_fact(&cb.text).cmp(&is_short_fact(&ca.text)))
+            .then(a.cmp(&b))
     });
-    scored
+    order
         .into_iter()
-        .map(|(.., c)| Quote {
-            source_url: c.url.to_string(),
-            observation: c.observation.clone(),
-            quote: c.text.to_string(),
+        .map(|i| {
+            let c = unique[i].1;
+            Quote {
+                source_url: c.url.to_string(),
+                observation: c.observation.clone(),
+                quote: c.text.to_string(),
+            }
         })
         .collect()
+}
+
+/// Weight of the rare words of `text` that `wanted` accepts: rarer words weigh more.
+fn relevance(text: &str, frequency: &HashMap<String, usize>, wanted: impl Fn(&str) -> bool) -> u32 {
+    words(text)
+        .iter()
+        .filter(|w| wanted(w))
+        .filter_map(|w| {
+            frequency
+                .get(w)
+                .copied()
+                .filter(|&df| df <= RARE_MAX_CHUNKS)
+        })
+        .map(|df| 1000 / df.max(1) as u32)
+        .sum()
+}
+
+/// A fact is often split over neighbouring short chunks (the cells of one table row, a label
+/// and its value): short chunks next to a relevant one, on the same page, get half its weight,
+/// and a quarter two chunks away.
+fn spread_to_neighbours(unique: &[(usize, &Chunk<'_>)], scores: &mut [u32]) {
+    let base = scores.to_vec();
+    for (i, &score) in base.iter().enumerate().filter(|(_, s)| **s > 0) {
+        let page = &unique[i].1.observation;
+        for j in i.saturating_sub(2)..(i + 3).min(unique.len()) {
+            let neighbour = unique[j].1;
+            if j != i && &neighbour.observation == page && neighbour.text.len() <= SHORT_CHUNK {
+                let share = if j.abs_diff(i) == 1 {
+                    score / 2
+                } else {
+                    score / 4
+                };
+                scores[j] = scores[j].max(share);
+            }
+        }
+    }
 }
 
 /// One entry per distinct (URL, text): the newest chunk, which names the observation (the
@@ -281,7 +338,7 @@ fn document_frequency<'c, 't: 'c>(
     frequency
 }
 
-/// Lower-cased words of at least 3 characters, or holding a digit; `$1,140`, `WX-1001`
+/// Lower-cased words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001`
 /// and `P-0237` stay whole.
 pub fn words(text: &str) -> HashSet<String> {
     text.split(|c: char| {

@@ -37,6 +37,7 @@ pub const CONTROL_ROLES: &[&str] = &[
 /// `StaticText` is how agent-browser prints text nodes.
 const NAMED_TEXT_ROLES: &[&str] = &[
     "heading",
+    "row",
     "cell",
     "gridcell",
     "columnheader",

@@ -206,3 +206,37 @@ pub fn truncate(body: &str, n: usize) -> String {
     }
     serde_json::to_string(&v).expect("serialise")
 }
+
+/// An OpenAI Chat body: a user task, one call and result per step, then `question`.
+pub fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "do the task"})];
+    for (i, (name, text)) in steps.iter().enumerate() {
+        let id = format!("call_{}", i + 1);
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}),
+        );
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": text}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": question}));
+    serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string()
+}
+
+/// All tool result text of a body (what the model can quote), without assistant messages.
+pub fn tool_text(body: &str) -> String {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(content_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The evidence block appended to a projected body, if any.
+pub fn evidence_block(p: &Projected) -> Option<String> {
+    let i = appended_message(p)?;
+    let m = &messages(&p.body)[i];
+    m["content"].as_array()?.last()?["text"]
+        .as_str()
+        .map(str::to_string)
+}
