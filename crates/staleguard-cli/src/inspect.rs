@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 use staleguard::evidence::Quote;
-use staleguard::{EvidenceReport, Projected, ResultReport};
+use staleguard::guard::{self, Verdict};
+use staleguard::transcript::{Item, Transcript};
+use staleguard::{Config, EvidenceReport, Projected, ResultReport};
 
 /// Tokens counted with the o200k_base encoding (GPT-4o and later).
 fn count_tokens(text: &str) -> usize {
@@ -17,6 +19,8 @@ pub struct Report<'p> {
     format: &'static str,
     format_reason: &'static str,
     results: Vec<Row<'p>>,
+    calls: Vec<CallRow>,
+    stalled: bool,
     evidence: &'p EvidenceReport,
     totals: Totals,
 }
@@ -34,6 +38,18 @@ struct Row<'p> {
     bytes_after: usize,
     refs_withheld: usize,
     images_dropped: usize,
+    fingerprint: Option<String>,
+    no_progress: Option<u32>,
+}
+
+/// The guard's verdict on one browser call, against the transcript before it.
+#[derive(Serialize)]
+struct CallRow {
+    message: usize,
+    tool: String,
+    verdict: &'static str,
+    reason: Option<String>,
+    repeated_submission: bool,
 }
 
 #[derive(Serialize)]
@@ -48,8 +64,12 @@ struct Totals {
 }
 
 impl<'p> Report<'p> {
-    pub fn new(original: &str, projected: &'p Projected) -> Self {
-        let results: Vec<Row<'p>> = projected.report.results.iter().map(Row::from).collect();
+    pub fn new(original: &str, projected: &'p Projected, config: &Config) -> Self {
+        let mut results: Vec<Row<'p>> = projected.report.results.iter().map(Row::from).collect();
+        let (calls, stalled) = match staleguard::adapter::read_transcript(original) {
+            Ok(transcript) => progress_and_guard(&transcript, config, &mut results),
+            Err(_) => (Vec::new(), false),
+        };
         let totals = Totals {
             browser_results: results.len(),
             collapsed: projected.report.collapsed(),
@@ -63,6 +83,8 @@ impl<'p> Report<'p> {
             format: projected.format.name(),
             format_reason: projected.format_reason,
             results,
+            calls,
+            stalled,
             evidence: &projected.evidence,
             totals,
         }
@@ -78,12 +100,12 @@ impl<'p> Report<'p> {
     pub fn to_table(&self) -> String {
         let mut out = format!("format: {} ({})\n", self.format, self.format_reason);
         out.push_str(&format!(
-            "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {}\n",
-            "msg", "obs", "tool", "status", "before", "after", "refs", "url / title"
+            "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {:<8}  {:>2}  {}\n",
+            "msg", "obs", "tool", "status", "before", "after", "refs", "page", "np", "url / title"
         ));
         for r in &self.results {
             out.push_str(&format!(
-                "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {}{}\n",
+                "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {:<8}  {:>2}  {}{}\n",
                 r.message,
                 r.observation,
                 clip(r.tool, 22),
@@ -91,12 +113,15 @@ impl<'p> Report<'p> {
                 r.bytes_before,
                 r.bytes_after,
                 r.refs_withheld,
+                r.fingerprint.as_deref().unwrap_or("-"),
+                r.no_progress.map_or("-".to_string(), |n| n.to_string()),
                 clip(r.url.unwrap_or("-"), 60),
                 r.title
                     .map(|t| format!("  \"{}\"", clip(t, 40)))
                     .unwrap_or_default()
             ));
         }
+        out.push_str(&self.guard_table());
         out.push_str(&evidence_table(self.evidence));
         let t = &self.totals;
         out.push_str(&format!(
@@ -129,8 +154,80 @@ impl<'p> From<&'p ResultReport> for Row<'p> {
             bytes_after: r.bytes_after,
             refs_withheld: r.refs_withheld,
             images_dropped: r.images_dropped,
+            fingerprint: None,
+            no_progress: None,
         }
     }
+}
+
+impl Report<'_> {
+    fn guard_table(&self) -> String {
+        let mut out = format!(
+            "\nprogress: {}\nguard (each browser call against the transcript before it):\n",
+            if self.stalled {
+                "stalled: no-progress guidance appended"
+            } else {
+                "not stalled"
+            }
+        );
+        for c in &self.calls {
+            out.push_str(&format!(
+                "  {:>4}  {:<22}  {:<7}{}{}\n",
+                c.message,
+                clip(&c.tool, 22),
+                c.verdict,
+                if c.repeated_submission {
+                    "  [repeated submission]"
+                } else {
+                    ""
+                },
+                c.reason
+                    .as_deref()
+                    .map(|r| format!("  {}", clip(r, 150)))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    }
+}
+
+/// Fingerprints and no-progress counts into the rows; the guard's verdict on every call.
+fn progress_and_guard(
+    transcript: &Transcript<'_>,
+    config: &Config,
+    rows: &mut [Row<'_>],
+) -> (Vec<CallRow>, bool) {
+    let progress = staleguard::progress::track(transcript, config);
+    for step in &progress.steps {
+        let message = match transcript.items.get(step.item) {
+            Some(Item::Result(r)) => r.message,
+            _ => continue,
+        };
+        if let Some(row) = rows.iter_mut().find(|r| r.message == message) {
+            row.fingerprint = Some(step.fingerprint.short());
+            row.no_progress = Some(step.no_progress);
+        }
+    }
+    let calls = guard::verdicts(transcript, config)
+        .into_iter()
+        .filter_map(|(item, verdict)| {
+            let Some(Item::Call(call)) = transcript.items.get(item) else {
+                return None;
+            };
+            let (word, reason) = match verdict {
+                Verdict::Allow { note } => ("allow", note),
+                Verdict::Refuse { message, .. } => ("refuse", Some(message)),
+            };
+            Some(CallRow {
+                message: call.message,
+                tool: call.name.to_string(),
+                verdict: word,
+                reason,
+                repeated_submission: progress.repeated.iter().any(|r| r.call == item),
+            })
+        })
+        .collect();
+    (calls, progress.stalled())
 }
 
 fn evidence_table(e: &EvidenceReport) -> String {

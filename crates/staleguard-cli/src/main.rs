@@ -43,6 +43,16 @@ enum Command {
     },
     /// Run a bundled real recording through `project` and `inspect`.
     Demo,
+    /// Ask the guard about one proposed browser call, given the request it would follow.
+    /// Exits 0 to allow and 3 to refuse, with the refusal text on standard output.
+    CheckCall {
+        /// The call as the request format writes it: an OpenAI `tool_calls` entry, an
+        /// Anthropic `tool_use` block or a Responses `function_call` item.
+        #[arg(long, value_name = "JSON")]
+        call: String,
+        #[command(flatten)]
+        input: InputArgs,
+    },
 }
 
 #[derive(clap::Args)]
@@ -61,12 +71,16 @@ struct InputArgs {
     evidence: Option<PathBuf>,
 }
 
-/// A failure the user can act on: printed as one line, exit code 2.
-struct Failure(String);
+/// A failure the user can act on: printed as one line, exit code 2; or an exit code whose
+/// message is already written.
+enum Failure {
+    Message(String),
+    Exit(u8),
+}
 
 impl<E: std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure(e.to_string())
+        Failure::Message(e.to_string())
     }
 }
 
@@ -74,10 +88,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(message)) => {
+        Err(Failure::Message(message)) => {
             eprintln!("staleguard: error: {message}");
             ExitCode::from(2)
         }
+        Err(Failure::Exit(code)) => ExitCode::from(code),
     }
 }
 
@@ -91,7 +106,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Inspect { input, json } => {
             let (body, format, config) = load(&input)?;
             let projected = project_request_with(&body, format, &config, &load_evidence(&input)?)?;
-            let report = inspect::Report::new(&body, &projected);
+            let report = inspect::Report::new(&body, &projected, &config);
             let text = if json {
                 report.to_json()
             } else {
@@ -100,7 +115,51 @@ fn run(cli: Cli) -> Result<(), Failure> {
             write_stdout(text.as_bytes())
         }
         Command::Demo => demo(),
+        Command::CheckCall { call, input } => check_call(&call, &input),
     }
+}
+
+/// Exit code for a refused call.
+const REFUSED: u8 = 3;
+
+fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
+    let (name, arguments) = proposed_call(call)?;
+    let (body, _, config) = load(input)?;
+    let transcript = staleguard::adapter::read_transcript(&body)?;
+    match staleguard::guard::check(&transcript, &name, &arguments, &config) {
+        staleguard::guard::Verdict::Allow { note } => write_stdout(
+            format!(
+                "allow{}\n",
+                note.map(|n| format!(": {n}")).unwrap_or_default()
+            )
+            .as_bytes(),
+        ),
+        staleguard::guard::Verdict::Refuse { message, .. } => {
+            write_stdout(format!("{message}\n").as_bytes())?;
+            Err(Failure::Exit(REFUSED))
+        }
+    }
+}
+
+/// The tool name and JSON arguments of a call in any of the three wire formats.
+fn proposed_call(call: &str) -> Result<(String, String), Failure> {
+    let v: serde_json::Value = serde_json::from_str(call)
+        .map_err(|e| Failure::from(format!("--call is not JSON: {e}")))?;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let (name, arguments) = if let Some(f) = v.get("function") {
+        (f.get("name"), f.get("arguments").map(text))
+    } else if v.get("type").and_then(|t| t.as_str()) == Some("tool_use") {
+        (v.get("name"), v.get("input").map(text))
+    } else {
+        (v.get("name"), v.get("arguments").map(text))
+    };
+    let name = name.and_then(|n| n.as_str()).ok_or_else(|| {
+        Failure::from("--call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".to_string())
+    })?;
+    Ok((name.to_string(), arguments.unwrap_or_else(|| "{}".into())))
 }
 
 /// Reads the body and config; compaction is on for these commands.
@@ -118,7 +177,7 @@ fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {
     };
     let text = read_file(path)?;
     serde_json::from_str(&text).map_err(|e| {
-        Failure(format!(
+        Failure::Message(format!(
             "{}: not a JSON array of evidence items: {e}",
             path.display()
         ))
@@ -134,16 +193,16 @@ fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
     };
     let env = |name: &str| std::env::var(name).ok();
     Config::load(file.as_ref().map(|(_, text)| text.as_str()), env).map_err(|e| match &file {
-        Some((p, _)) => Failure(format!("{}: {e}", p.display())),
-        None => Failure(e.to_string()),
+        Some((p, _)) => Failure::Message(format!("{}: {e}", p.display())),
+        None => Failure::Message(e.to_string()),
     })
 }
 
 fn read_file(path: &Path) -> Result<String, Failure> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| Failure::Message(format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|e| {
-        Failure(format!(
+        Failure::Message(format!(
             "{} is not UTF-8 (byte {})",
             path.display(),
             e.utf8_error().valid_up_to()
@@ -158,9 +217,9 @@ fn read_input(path: Option<&Path>) -> Result<String, Failure> {
             let mut bytes = Vec::new();
             std::io::stdin()
                 .read_to_end(&mut bytes)
-                .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
+                .map_err(|e| Failure::Message(format!("cannot read standard input: {e}")))?;
             String::from_utf8(bytes).map_err(|e| {
-                Failure(format!(
+                Failure::Message(format!(
                     "standard input is not UTF-8 (byte {})",
                     e.utf8_error().valid_up_to()
                 ))
@@ -174,7 +233,7 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     match out.write_all(bytes).and_then(|()| out.flush()) {
         // A closed pipe (`| head`) is the reader's choice, not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(|e| Failure(format!("cannot write standard output: {e}"))),
+        other => other.map_err(|e| Failure::Message(format!("cannot write standard output: {e}"))),
     }
 }
 
@@ -182,7 +241,7 @@ fn demo() -> Result<(), Failure> {
     let mut config = Config::default();
     config.browser_history_compaction = true;
     let projected = project_request(DEMO_BODY, RequestFormat::Auto, &config)?;
-    let report = inspect::Report::new(DEMO_BODY, &projected);
+    let report = inspect::Report::new(DEMO_BODY, &projected, &config);
     let mut text =
         format!("staleguard demo: {DEMO_NAME}\n\n$ staleguard inspect long_page.openai.json\n");
     text.push_str(&report.to_table());

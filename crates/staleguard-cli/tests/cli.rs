@@ -264,3 +264,74 @@ fn inspect_lists_evidence_and_explicit_items() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The order session up to (not including) the assistant message that makes `call_id`, and
+/// that call as it appears in the request.
+fn before_call(fixture_path: &str, call_id: &str) -> (String, String) {
+    let body = std::fs::read_to_string(fixture(fixture_path)).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let messages = v["messages"].as_array().unwrap().clone();
+    let at = messages
+        .iter()
+        .position(|m| {
+            m["tool_calls"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["id"] == call_id))
+        })
+        .unwrap();
+    let call = messages[at]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == call_id)
+        .unwrap()
+        .to_string();
+    v["messages"] = serde_json::Value::Array(messages[..at].to_vec());
+    (v.to_string(), call)
+}
+
+#[test]
+fn check_call_refuses_the_stale_place_order_and_allows_a_live_ref() {
+    let (body, call) = before_call("pwmcp-0.0.41/order.openai.json", "call_9");
+    let out = run(&["check-call", "--call", &call], Some(&body));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Cancel this order") && text.contains("Place order"),
+        "{text}"
+    );
+    let live = r#"{"type":"tool_use","id":"t1","name":"browser_click","input":{"element":"New order link","ref":"e1"}}"#;
+    let out = run(&["check-call", "--call", live], Some(&body));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = run(&["check-call", "--call", "{\"x\":1}"], Some(&body));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("names no tool"), "{}", stderr(&out));
+}
+
+#[test]
+fn inspect_shows_fingerprints_progress_and_verdicts() {
+    let path = fixture("pwmcp-0.0.41/invalid_form.openai.json");
+    let out = run(&["inspect", "--json", path.to_str().unwrap()], None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["stalled"], true);
+    let counts: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["no_progress"].as_u64())
+        .collect();
+    assert_eq!(counts.last(), Some(&3));
+    assert!(v["results"][0]["fingerprint"]
+        .as_str()
+        .is_some_and(|f| f.len() == 8));
+    let path = fixture("pwmcp-0.0.41/order.openai.json");
+    let out = run(&["inspect", "--json", path.to_str().unwrap()], None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let refused = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["verdict"] == "refuse")
+        .count();
+    assert_eq!(refused, 2, "the stale Place order and the repeated one");
+}

@@ -67,7 +67,18 @@ fn renumber(m: &mut Value, round: usize) {
     }
 }
 
+/// Projection alone: what the 3x target is about.
 fn config() -> Config {
+    Config {
+        browser_history_compaction: true,
+        evidence_retention: Some(false),
+        progress_tracking: Some(false),
+        ..Config::default()
+    }
+}
+
+/// The whole pipeline: projection, evidence and progress, as the defaults have it.
+fn config_full() -> Config {
     Config {
         browser_history_compaction: true,
         ..Config::default()
@@ -76,6 +87,12 @@ fn config() -> Config {
 
 fn project(body: &str) -> usize {
     project_request(body, RequestFormat::OpenAiChat, &config())
+        .map(|p| p.body.len())
+        .unwrap_or(0)
+}
+
+fn project_full(body: &str) -> usize {
+    project_request(body, RequestFormat::OpenAiChat, &config_full())
         .map(|p| p.body.len())
         .unwrap_or(0)
 }
@@ -104,6 +121,9 @@ fn bench(c: &mut Criterion) {
         .sample_size(20)
         .measurement_time(Duration::from_secs(4));
     group.bench_function("project", |b| b.iter(|| project(black_box(&body))));
+    group.bench_function("project_evidence_progress", |b| {
+        b.iter(|| project_full(black_box(&body)))
+    });
     group.bench_function("validate_ignored_any", |b| {
         b.iter(|| validate(black_box(&body)))
     });
@@ -115,9 +135,9 @@ fn bench(c: &mut Criterion) {
 }
 
 /// Median seconds of each function, measured interleaved in one run.
-fn side_by_side(body: &str, rounds: usize) -> [f64; 4] {
-    let fns: [fn(&str) -> usize; 4] = [project, validate, value_round_trip, copy];
-    let mut samples: [Vec<f64>; 4] = Default::default();
+fn side_by_side(body: &str, rounds: usize) -> [f64; 5] {
+    let fns: [fn(&str) -> usize; 5] = [project, validate, value_round_trip, copy, project_full];
+    let mut samples: [Vec<f64>; 5] = Default::default();
     for _ in 0..rounds {
         for (f, s) in fns.iter().zip(samples.iter_mut()) {
             let t = Instant::now();
@@ -135,7 +155,7 @@ fn ratios() {
     let body = build_request();
     let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
     let results = projected.report.results.len();
-    let [p, v, r, c] = side_by_side(&body, 31);
+    let [p, v, r, c, full] = side_by_side(&body, 31);
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
         body.len(), projected.report.collapsed(), body.len(), projected.body.len());
     println!("  project          {:>8.2} ms", p * 1e3);
@@ -153,6 +173,12 @@ fn ratios() {
         "  copy             {:>8.2} ms   project / copy     = {:.2}",
         c * 1e3,
         p / c
+    );
+    println!(
+        "  with evidence and progress {:>8.2} ms   / validate = {:.2}   / Value = {:.2}",
+        full * 1e3,
+        full / v,
+        full / r
     );
 }
 

@@ -498,7 +498,7 @@ fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
             .map(|text| Chunk {
                 url: url.clone(),
                 observation: id.to_string(),
-                document: obs.document.clone(),
+                document: obs.observation_id.clone(),
                 text,
                 position,
             })

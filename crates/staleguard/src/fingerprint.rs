@@ -6,8 +6,6 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::observation::Observation;
-
 /// A page fingerprint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 32]);
@@ -115,77 +113,107 @@ fn canonical(rest: &str) -> (String, Option<String>) {
     (canon, id)
 }
 
-/// Applies an incremental diff to the page it updates: every `ref=eN [unchanged]` node is
-/// replaced by the base page's subtree at that ref.
+/// Applies an incremental diff to the page it updates. A diff lists changed subtrees, each
+/// rooted at a node the base page has (`- <changed> list [ref=e7]:`); inside them,
+/// `ref=eN [unchanged]` stands for the base page's subtree at that ref. Each changed subtree
+/// replaces the base subtree with its root's ref; one the base lacks is added at the end.
 pub fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
-    let by_id: HashMap<&str, usize> = base
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
-        .collect();
-    let mut merged = Vec::with_capacity(base.len().max(diff.len()));
-    for n in diff {
-        let found = n
-            .unchanged
-            .then(|| n.id.as_deref().and_then(|id| by_id.get(id)))
-            .flatten();
-        let Some(&at) = found else {
-            merged.push(n.clone());
-            continue;
-        };
-        let root = &base[at];
-        let subtree = base[at + 1..].iter().take_while(|d| d.indent > root.indent);
-        for m in std::iter::once(root).chain(subtree) {
-            merged.push(Node {
-                indent: m.indent - root.indent + n.indent,
-                ..m.clone()
-            });
+    let expanded = expand(base, diff);
+    let mut merged = base.to_vec();
+    let mut rest = expanded.as_slice();
+    while let Some(root) = rest.first() {
+        let len = 1 + rest[1..]
+            .iter()
+            .take_while(|n| n.indent > root.indent)
+            .count();
+        let (group, tail) = rest.split_at(len);
+        rest = tail;
+        let at = root
+            .id
+            .as_deref()
+            .and_then(|id| merged.iter().position(|n| n.id.as_deref() == Some(id)));
+        match at {
+            Some(at) => {
+                let end = at + subtree_len(&merged[at..]);
+                let indent = merged[at].indent;
+                merged.splice(at..end, reindent(group, indent));
+            }
+            None => merged.extend(group.iter().cloned()),
         }
     }
     merged
 }
 
-/// The fingerprint of a page: tab, URL, document, and either its tree (aria formats) or its
-/// controls and text (formats without a tree).
-pub fn fingerprint(obs: &Observation<'_>, tree: Option<&[Node]>) -> Fingerprint {
+/// Nodes in the subtree that starts at `nodes[0]`, its root included.
+fn subtree_len(nodes: &[Node]) -> usize {
+    let Some(root) = nodes.first() else { return 0 };
+    1 + nodes[1..]
+        .iter()
+        .take_while(|n| n.indent > root.indent)
+        .count()
+}
+
+fn reindent(group: &[Node], indent: usize) -> Vec<Node> {
+    let Some(root) = group.first() else {
+        return Vec::new();
+    };
+    group
+        .iter()
+        .map(|n| Node {
+            indent: n.indent - root.indent + indent,
+            ..n.clone()
+        })
+        .collect()
+}
+
+/// The diff with every `ref=eN [unchanged]` replaced by the base page's subtree at `eN`.
+fn expand(base: &[Node], diff: &[Node]) -> Vec<Node> {
+    let by_id: HashMap<&str, usize> = base
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
+        .collect();
+    let mut out = Vec::with_capacity(diff.len());
+    for n in diff {
+        let found = n
+            .unchanged
+            .then(|| n.id.as_deref().and_then(|id| by_id.get(id)))
+            .flatten();
+        match found {
+            Some(&at) => out.extend(reindent(&base[at..at + subtree_len(&base[at..])], n.indent)),
+            None => out.push(n.clone()),
+        }
+    }
+    out
+}
+
+/// The fingerprint of a page: its current tab and tab count, URL, title, document, and
+/// either its tree (aria formats) or its controls and text (`flat`, formats without a tree).
+pub fn of_parts(
+    tab: &str,
+    tabs: usize,
+    url: &str,
+    title: &str,
+    document: &str,
+    nodes: Option<&[Node]>,
+    flat: &[String],
+) -> Fingerprint {
     let mut h = Sha256::new();
     let mut field = |name: &str, value: &str| {
         h.update(name.as_bytes());
         h.update((value.len() as u64).to_le_bytes());
         h.update(value.as_bytes());
     };
-    if let Some(tab) = obs.current_tab() {
-        field("tab", &format!("{}\u{0}{}", tab.index, tab.url));
+    field("tab", tab);
+    field("tabs", &tabs.to_string());
+    field("url", url);
+    field("title", title);
+    field("document", document);
+    for n in nodes.unwrap_or_default() {
+        field("node", &format!("{}\u{0}{}", n.indent, n.canon));
     }
-    field("tabs", &obs.tabs.len().to_string());
-    field("url", obs.url.as_deref().unwrap_or(""));
-    field("title", obs.title.as_deref().unwrap_or(""));
-    field("document", obs.document.as_deref().unwrap_or(""));
-    match tree {
-        Some(nodes) => {
-            for n in nodes {
-                field("node", &format!("{}\u{0}{}", n.indent, n.canon));
-            }
-        }
-        None => {
-            for c in &obs.controls {
-                let mut states: Vec<&str> = c.states.iter().map(|s| s.as_ref()).collect();
-                states.sort_unstable();
-                let value = c.value.as_deref().unwrap_or("");
-                field(
-                    "control",
-                    &format!(
-                        "{}\u{0}{}\u{0}{value}\u{0}{}",
-                        c.role,
-                        c.name,
-                        states.join(",")
-                    ),
-                );
-            }
-            for chunk in &obs.chunks {
-                field("text", chunk);
-            }
-        }
+    for f in flat {
+        field("flat", f);
     }
     Fingerprint(h.finalize().into())
 }
@@ -229,6 +257,33 @@ mod tests {
         assert_eq!(
             canon("- paragraph [ref=e1]: see [ref=e5]")[0],
             "paragraph []: see [ref=e5]"
+        );
+    }
+
+    #[test]
+    fn changed_subtrees_replace_theirs_in_the_base() {
+        let base = nodes("- generic [ref=e1]:\n  - button \"Refresh list\" [ref=e4]\n  - list [ref=e7]:\n    - listitem [ref=e8]: A-01\n  - status [ref=e9]: Bin A-02")
+            ;
+        let diff = nodes("- <changed> button \"Refresh list\" [active] [ref=e4]\n- <changed> list [ref=e7]:\n  - listitem [ref=e23]: A-01");
+        let canon = |ns: &[Node]| {
+            ns.iter()
+                .map(|n| format!("{}{}", " ".repeat(n.indent), n.canon))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            canon(&merge(&base, &diff)),
+            canon(&base),
+            "an identical re-render merges to the same page"
+        );
+        let more = nodes(
+            "- <changed> list [ref=e7]:\n  - ref=e8 [unchanged]\n  - listitem [ref=e30]: A-02",
+        );
+        assert_eq!(
+            canon(&merge(&base, &more))[3..5],
+            [
+                "    listitem []: A-01".to_string(),
+                "    listitem []: A-02".to_string()
+            ]
         );
     }
 

@@ -158,13 +158,19 @@ fn join_parts(parts: &[Part<'_>]) -> Option<(String, usize)> {
     (!first).then_some((text, images))
 }
 
-/// The JSON value of a content whose original JSON is `original`, with `text` added as a
-/// part of its own after it. The original stays byte for byte inside the new value.
-pub fn append(shape: Shape, original: &str, text: &str) -> String {
-    let part = format!(
-        r#"{{"type":"text","text":{}}}"#,
-        serde_json::Value::from(text)
-    );
+/// The JSON value of a content whose original JSON is `original`, with each of `texts`
+/// added as a part of its own after it. The original stays byte for byte inside the new value.
+pub fn append(shape: Shape, original: &str, texts: &[&str]) -> String {
+    let part = texts
+        .iter()
+        .map(|t| {
+            format!(
+                r#"{{"type":"text","text":{}}}"#,
+                serde_json::Value::from(*t)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",");
     match shape {
         Shape::Parts => {
             let open = original.trim_end().strip_suffix(']').unwrap_or(original);
@@ -253,7 +259,7 @@ mod tests {
             let before_raw = raw(json);
             let before = read(&before_raw).unwrap();
             assert_eq!(before.shape, shape);
-            let appended = append(shape, json, &block);
+            let appended = append(shape, json, &[&block]);
             assert!(
                 appended.contains(json.trim_end().trim_end_matches(']')),
                 "{appended}"

@@ -10,6 +10,7 @@ use std::str::FromStr;
 use crate::config::Config;
 use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
+use crate::progress;
 use crate::projection::{self, Edit, Plan};
 use crate::transcript::Transcript;
 
@@ -102,6 +103,9 @@ pub fn project_request_with(
     }
     let mut report = projection::plan(request.transcript(), config);
     let mut evidence = EvidenceReport::default();
+    if config.progress_enabled() {
+        add_guidance(request.transcript(), &mut report, config);
+    }
     if config.evidence_enabled() {
         evidence = add_evidence(&request, &mut report, config, explicit);
     }
@@ -117,6 +121,22 @@ pub fn project_request_with(
         report,
         evidence,
     })
+}
+
+/// Appends the no-progress guidance to the newest non-failed browser result when the session
+/// is stalled.
+fn add_guidance(transcript: &Transcript<'_>, plan: &mut Plan, config: &Config) {
+    let progress = progress::track(transcript, config);
+    let (Some(step), Some(target)) = (progress.last(), evidence::target(transcript, plan)) else {
+        return;
+    };
+    if step.stalled {
+        plan.edits.push(Edit {
+            item: target,
+            text: progress::guidance(step),
+            append: true,
+        });
+    }
 }
 
 /// Selects evidence and appends its block to the newest non-failed browser result, within

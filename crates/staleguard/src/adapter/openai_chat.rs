@@ -235,44 +235,57 @@ impl<'a> ChatRequest<'a> {
         (end <= self.body.len()).then_some(Span { start, end, shape })
     }
 
-    /// The body with each edit applied; all other bytes are copied.
+    /// The body with each edit applied; all other bytes are copied. Appends to one result
+    /// become parts of their own, in edit order.
     pub fn write(&self, edits: &[Edit]) -> String {
-        let mut spliced: Vec<(Span, &Edit)> = edits
-            .iter()
-            .filter_map(|e| Some((self.spans.get(e.item).copied().flatten()?, e)))
-            .collect();
-        spliced.sort_by_key(|(span, _)| span.start);
-        let extra: usize = spliced.iter().map(|(_, e)| e.text.len() + 64).sum();
+        let spliced = self.by_span(edits);
+        let extra: usize = edits.iter().map(|e| e.text.len() + 64).sum();
         let mut out = String::with_capacity(self.body.len() + extra);
         let mut at = 0;
-        for (span, edit) in spliced {
+        for (span, group) in spliced {
             if span.start < at {
                 continue;
             }
             out.push_str(&self.body[at..span.start]);
-            out.push_str(&self.content_json(span, edit));
+            out.push_str(&self.content_json(span, &group));
             at = span.end;
         }
         out.push_str(&self.body[at..]);
         out
     }
 
-    fn content_json(&self, span: Span, edit: &Edit) -> String {
-        if edit.append {
-            content::append(span.shape, &self.body[span.start..span.end], &edit.text)
-        } else {
-            content::write(span.shape, &edit.text)
+    /// Edits grouped by the content they touch, in body order.
+    fn by_span<'e>(&self, edits: &'e [Edit]) -> Vec<(Span, Vec<&'e Edit>)> {
+        let mut groups: Vec<(Span, Vec<&Edit>)> = Vec::new();
+        for e in edits {
+            let Some(span) = self.spans.get(e.item).copied().flatten() else {
+                continue;
+            };
+            match groups.iter_mut().find(|(s, _)| s.start == span.start) {
+                Some((_, group)) => group.push(e),
+                None => groups.push((span, vec![e])),
+            }
         }
+        groups.sort_by_key(|(span, _)| span.start);
+        groups
+    }
+
+    /// A replacement wins over appends to the same content.
+    fn content_json(&self, span: Span, group: &[&Edit]) -> String {
+        if let Some(replace) = group.iter().find(|e| !e.append) {
+            return content::write(span.shape, &replace.text);
+        }
+        let texts: Vec<&str> = group.iter().map(|e| e.text.as_str()).collect();
+        content::append(span.shape, &self.body[span.start..span.end], &texts)
     }
 
     /// The length [`write`](Self::write) would give, without writing.
     pub fn written_len(&self, edits: &[Edit]) -> usize {
-        edits.iter().fold(self.body.len(), |len, e| {
-            match self.spans.get(e.item).copied().flatten() {
-                Some(span) => len - (span.end - span.start) + self.content_json(span, e).len(),
-                None => len,
-            }
-        })
+        self.by_span(edits)
+            .into_iter()
+            .fold(self.body.len(), |len, (span, group)| {
+                len - (span.end - span.start) + self.content_json(span, &group).len()
+            })
     }
 }
 

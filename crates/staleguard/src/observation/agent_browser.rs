@@ -46,6 +46,8 @@ impl ObservationFormat for AgentBrowser {
         for line in it {
             aria::parse_line(line.text, &mut obs, &mut stats);
         }
+        let start = (first.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+        obs.tree = start.and_then(|s| text.get(s..));
         if obs.refs.is_empty() {
             return None;
         }

@@ -73,7 +73,7 @@ fn body<'a>(text: &'a str, it: impl Iterator<Item = Line<'a>>, obs: &mut Observa
     for line in it {
         let t = line.text;
         if let Some(rest) = t.strip_prefix(OBSERVATION) {
-            obs.document = Some(rest.trim())
+            obs.observation_id = Some(rest.trim())
                 .filter(|d| !d.is_empty())
                 .map(Cow::Borrowed);
             break;
@@ -265,7 +265,7 @@ Observation: 00000000-0000-4000-8000-000000000003";
         assert_eq!(obs.title.as_deref(), Some("Order a widget"));
         assert_eq!(obs.url.as_deref(), Some("https://shop.example/order"));
         assert_eq!(
-            obs.document.as_deref(),
+            obs.observation_id.as_deref(),
             Some("00000000-0000-4000-8000-000000000002")
         );
         let refs: Vec<_> = obs
@@ -379,7 +379,7 @@ Observation: 00000000-0000-4000-8000-000000000003";
         assert_eq!(obs.controls[1].states, ["checked", "required"]);
         assert_eq!(obs.controls[2].states, ["type=email"]);
         assert_eq!(obs.chunks, ["It’s 20 °C,\nsee [ref=1-0-5] here."]);
-        assert_eq!(obs.document, None);
+        assert_eq!(obs.observation_id, None);
         let no_url = parse("Current snapshot:\n# Just a title\n- [ref=1] link A").unwrap();
         assert_eq!(
             (no_url.title.as_deref(), no_url.url),

@@ -72,6 +72,8 @@ pub struct Observation<'a> {
     /// `Current snapshot:`), trimmed.
     pub action: Option<Cow<'a, str>>,
     pub refs: Vec<ElementRef<'a>>,
+    /// The page tree as the format printed it, for formats that print one (aria YAML).
+    pub tree: Option<&'a str>,
     /// Refs counted without parsing the tree ([`ObservationFormat::parse_header`]), when
     /// `refs` was left empty. Use [`Observation::ref_count`].
     pub counted_refs: usize,
@@ -80,9 +82,12 @@ pub struct Observation<'a> {
     pub chunks: Vec<Cow<'a, str>>,
     /// Images that arrived inside the text (rare; image parts are counted by the adapter).
     pub images: usize,
-    /// Document identity where the format has one (the Playwright frame prefix `f3`, a
-    /// seed-format observation ID).
+    /// Document identity where the format has one (the Playwright frame prefix `f3`).
     pub document: Option<Cow<'a, str>>,
+    /// The format's own ID for this observation, where it prints one (the seed format's
+    /// `Observation: <uuid>`). It names the observation, not the page, so fingerprints
+    /// leave it out.
+    pub observation_id: Option<Cow<'a, str>>,
 }
 
 impl<'a> Observation<'a> {
@@ -97,10 +102,12 @@ impl<'a> Observation<'a> {
             action: None,
             refs: Vec::new(),
             counted_refs: 0,
+            tree: None,
             controls: Vec::new(),
             chunks: Vec::new(),
             images: 0,
             document: None,
+            observation_id: None,
         }
     }
 
@@ -148,6 +155,20 @@ pub static FORMATS: &[&dyn ObservationFormat] = &[
 /// Parses `text` with the first format that recognises it.
 pub fn parse(text: &str) -> Option<Observation<'_>> {
     FORMATS.iter().find_map(|f| f.parse(text))
+}
+
+/// The tabs a tab-list result names (`### Open tabs` / `### Result` with `- 0: (current)
+/// [Title](url)` lines), for results that are no observation.
+pub fn tab_list(text: &str) -> Vec<Tab<'_>> {
+    if !["### Open tabs", "### Result"]
+        .iter()
+        .any(|h| text.contains(h))
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .filter_map(|l| pw_common::parse_tab(l.trim_end_matches('\r')))
+        .collect()
 }
 
 /// [`parse`], at header depth: see [`ObservationFormat::parse_header`].

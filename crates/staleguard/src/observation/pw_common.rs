@@ -255,7 +255,7 @@ fn lf_lines(s: &str) -> Cow<'_, str> {
 
 /// Parses a tab line: `- 1: (current) [Title] (url)` (up to 0.0.56) or
 /// `- 0: (current) [Title](url)` (0.0.57 on).
-pub(super) fn parse_tab(line: &str) -> Option<Tab<'_>> {
+pub(crate) fn parse_tab(line: &str) -> Option<Tab<'_>> {
     let rest = line.strip_prefix("- ")?;
     let (index, rest) = rest.split_once(": ")?;
     if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
@@ -365,6 +365,7 @@ pub(super) fn build<'a>(
             obs.document = document_of(&obs);
         }
     }
+    obs.tree = scan.tree;
     obs.url = scan.url.map(Cow::Borrowed);
     obs.title = scan.title.map(Cow::Borrowed);
     obs.action = scan.code.and_then(non_empty).map(lf_lines);

@@ -115,7 +115,7 @@ pub fn check_invariants(input: &str, p: &Projected) {
     assert_eq!(again.report.edits.len(), 0);
 }
 
-/// The message that carries the evidence block, if one was added.
+/// The message that carries the evidence block or guidance, if one was added.
 pub fn appended_message(p: &Projected) -> Option<usize> {
     let item = p.report.edits.iter().find(|e| e.append)?.item;
     p.report
@@ -125,26 +125,30 @@ pub fn appended_message(p: &Projected) -> Option<usize> {
         .map(|r| r.message)
 }
 
-/// The newest result keeps its content byte for byte, and the block follows as its own part.
+/// The newest result keeps its content byte for byte; evidence and guidance follow as parts
+/// of their own.
 fn check_appended(before: &Value, after: &Value) {
     let parts = after["content"]
         .as_array()
         .expect("content with an appended part");
-    let block = parts
-        .last()
-        .and_then(|p| p["text"].as_str())
-        .expect("appended text part");
-    assert!(
-        block.starts_with(staleguard::evidence::EVIDENCE_HEADER),
-        "{block}"
-    );
-    assert!(
-        !staleguard::neutralise::has_ref_token(block),
-        "ref token in {block}"
-    );
-    match &before["content"] {
-        Value::Array(own) => assert_eq!(own[..], parts[..parts.len() - 1]),
-        own => assert_eq!(own, &parts[0]["text"]),
+    let own = match &before["content"] {
+        Value::Array(own) => {
+            assert_eq!(own[..], parts[..own.len()]);
+            own.len()
+        }
+        own => {
+            assert_eq!(own, &parts[0]["text"]);
+            1
+        }
+    };
+    assert!(parts.len() > own, "something was appended");
+    for part in &parts[own..] {
+        let text = part["text"].as_str().expect("appended text part");
+        assert!(staleguard::appendix::is_appendix(text), "{text}");
+        assert!(
+            !staleguard::neutralise::has_ref_token(text),
+            "ref token in {text}"
+        );
     }
 }
 
@@ -235,8 +239,10 @@ pub fn tool_text(body: &str) -> String {
 /// The evidence block appended to a projected body, if any.
 pub fn evidence_block(p: &Projected) -> Option<String> {
     let i = appended_message(p)?;
-    let m = &messages(&p.body)[i];
-    m["content"].as_array()?.last()?["text"]
-        .as_str()
+    let parts = messages(&p.body)[i]["content"].as_array()?.clone();
+    parts
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .find(|t| t.starts_with(staleguard::evidence::EVIDENCE_HEADER))
         .map(str::to_string)
 }

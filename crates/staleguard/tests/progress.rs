@@ -1,0 +1,306 @@
+//! SPEC 4 and 5: fingerprints, no-progress guidance, repeated submissions and the guard,
+//! on the seed system's cases, the recorded sessions and generated transcripts.
+
+mod support;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use staleguard::appendix::GUIDANCE_HEADER;
+use staleguard::guard::{self, Refusal, Verdict};
+use staleguard::progress;
+use support::*;
+
+fn seed_form(n: u32, quantity: u32) -> String {
+    format!(
+        "Current snapshot:\n# Order a widget — https://shop.example/order\n- [ref=1-0-{n}1] textbox Name (type=text, value=Ada)\n- [ref=1-0-{n}2] spinbutton Quantity (type=number, value={quantity})\n- [ref=1-0-{n}4] button Review order\nVisible page text (not action refs): Order a widget.\nObservation: 00000000-0000-4000-8000-00000000000{n}"
+    )
+}
+
+fn transcript(body: &str) -> staleguard::Transcript<'_> {
+    staleguard::adapter::read_transcript(body).expect("reads")
+}
+
+fn guidance_of(p: &staleguard::Projected) -> Option<String> {
+    let i = appended_message(p)?;
+    let parts = messages(&p.body)[i]["content"].as_array()?.clone();
+    parts
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .find(|t| t.starts_with(GUIDANCE_HEADER))
+        .map(str::to_string)
+}
+
+#[test]
+fn seed_renumbered_pages_stall_and_a_changed_value_clears_it() {
+    let steps: Vec<(&str, String)> = (1..=4).map(|n| ("browser", seed_form(n, 1))).collect();
+    let steps_ref: Vec<(&str, &str)> = steps.iter().map(|(t, s)| (*t, s.as_str())).collect();
+    let body = chat_session(&steps_ref, "Is it done?");
+    let p = project(&body);
+    check_invariants(&body, &p);
+    let guidance = guidance_of(&p).expect("stalled: guidance appended");
+    for needle in [
+        "has not changed",
+        "Read back the requested outcome",
+        "different method",
+        "hand control",
+        "Do not repeat a possible submission",
+    ] {
+        assert!(guidance.contains(needle), "{needle}: {guidance}");
+    }
+    let progress = progress::track(&transcript(&body), &on());
+    let counts: Vec<u32> = progress.steps.iter().map(|s| s.no_progress).collect();
+    assert_eq!(counts, [0, 1, 2, 3]);
+    assert!(progress.stalled());
+
+    let mut more = steps_ref.clone();
+    let changed = seed_form(5, 2);
+    more.push(("browser", &changed));
+    let body = chat_session(&more, "Is it done?");
+    let p = project(&body);
+    assert!(guidance_of(&p).is_none(), "a changed quantity is progress");
+    assert!(!progress::track(&transcript(&body), &on()).stalled());
+}
+
+fn recorded(version: &str, scenario: &str) -> String {
+    let dir = match version {
+        "0.0.30" | "0.0.56" => repo_fixtures(),
+        _ => shared_fixtures(),
+    };
+    read(&dir.join(format!("pwmcp-{version}/{scenario}.openai.json")))
+}
+
+const VERSIONS: [&str; 4] = ["0.0.30", "0.0.41", "0.0.56", "0.0.83"];
+
+#[test]
+fn invalid_form_ends_stalled_with_guidance() {
+    for v in VERSIONS {
+        let body = recorded(v, "invalid_form");
+        let p = project(&body);
+        check_invariants(&body, &p);
+        assert!(
+            guidance_of(&p).is_some(),
+            "{v}: the same invalid coupon four times must stall"
+        );
+    }
+}
+
+#[test]
+fn research_and_tabs_never_stall() {
+    for v in VERSIONS {
+        for scenario in ["research", "tabs_iframe"] {
+            let body = recorded(v, scenario);
+            let progress = progress::track(&transcript(&body), &on());
+            let worst = progress
+                .steps
+                .iter()
+                .map(|s| s.no_progress)
+                .max()
+                .unwrap_or(0);
+            assert!(
+                progress.steps.iter().all(|s| !s.stalled),
+                "{v} {scenario}: stalled (max count {worst})"
+            );
+            assert!(guidance_of(&project(&body)).is_none());
+        }
+    }
+}
+
+/// The call items of a transcript with their tool names and the target's description.
+fn calls(body: &str) -> Vec<(usize, String, String)> {
+    let t = transcript(body);
+    t.items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| match item {
+            staleguard::Item::Call(c) => {
+                let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
+                Some((
+                    i,
+                    c.name.to_string(),
+                    args["element"].as_str().unwrap_or("").to_string(),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn rerender_refresh_is_no_progress_and_load_more_is_progress() {
+    for v in VERSIONS {
+        let body = recorded(v, "rerender");
+        let t = transcript(&body);
+        let progress = progress::track(&t, &on());
+        let verdicts = calls(&body);
+        let step_after = |call_item: usize| {
+            progress
+                .steps
+                .iter()
+                .find(|s| s.item > call_item)
+                .expect("a result")
+        };
+        let (mut refreshes, mut loads) = (Vec::new(), Vec::new());
+        for (i, _, element) in &verdicts {
+            if element.starts_with("Refresh list") {
+                refreshes.push(step_after(*i).no_progress);
+            }
+            if element.starts_with("Load more") {
+                // The page it changed shows in the next tree: a file-linked result (0.0.83)
+                // has none, and the snapshot after it does.
+                let next_action = verdicts
+                    .iter()
+                    .filter(|c| !c.2.is_empty())
+                    .map(|c| c.0)
+                    .find(|&j| j > *i);
+                let seen = progress
+                    .steps
+                    .iter()
+                    .filter(|s| s.item > *i && next_action.is_none_or(|j| s.item < j));
+                loads.push(seen.map(|s| s.no_progress).min().unwrap_or(u32::MAX));
+            }
+        }
+        assert_eq!(refreshes.len(), 2, "{v}");
+        assert!(
+            refreshes[1] > refreshes[0],
+            "{v}: the second identical re-render is no progress: {refreshes:?}"
+        );
+        assert!(
+            !loads.is_empty() && loads.iter().all(|n| *n == 0),
+            "{v}: Load more is progress: {loads:?}"
+        );
+    }
+}
+
+#[test]
+fn order_stale_place_order_is_refused_and_the_second_submission_flagged() {
+    for v in VERSIONS {
+        let body = recorded(v, "order");
+        let t = transcript(&body);
+        let verdicts = guard::verdicts(&t, &on());
+        let place_orders: Vec<(usize, &Verdict)> = calls(&body)
+            .iter()
+            .filter(|(_, _, element)| element.starts_with("Place order"))
+            .filter_map(|(i, _, _)| {
+                verdicts
+                    .iter()
+                    .find(|(at, _)| at == i)
+                    .map(|(at, v)| (*at, v))
+            })
+            .collect();
+        assert_eq!(
+            place_orders.len(),
+            3,
+            "{v}: the first order, the stale reuse, the second order"
+        );
+        assert!(
+            place_orders[0].1.is_allowed(),
+            "{v}: a ref from the newest page, described by its own name"
+        );
+        match place_orders[1].1 {
+            Verdict::Refuse { why, message } => {
+                assert!(
+                    matches!(
+                        why,
+                        Refusal::ReusedRef | Refusal::StaleRef | Refusal::NeedsSnapshot
+                    ),
+                    "{v}: {why:?}"
+                );
+                if v != "0.0.83" {
+                    assert_eq!(*why, Refusal::ReusedRef, "{v}");
+                    assert!(
+                        message.contains("Cancel this order") && message.contains("Place order"),
+                        "{message}"
+                    );
+                }
+            }
+            other => panic!("{v}: the stale Place order must be refused, got {other:?}"),
+        }
+        let progress = progress::track(&t, &on());
+        assert!(
+            progress
+                .repeated
+                .iter()
+                .any(|r| r.call == place_orders[2].0),
+            "{v}: the second Place order after the confirmation page is flagged"
+        );
+    }
+}
+
+/// Renumbers every `eN` ref (`e5` -> `e1005`, `f2e5` -> `f2e1005`) in tool results.
+fn renumber(body: &str) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    for m in v["messages"].as_array_mut().unwrap() {
+        if let Some(text) = m["content"].as_str() {
+            let mut out = String::new();
+            let mut rest = text;
+            while let Some(i) = rest.find("ref=") {
+                out.push_str(&rest[..i + 4]);
+                rest = &rest[i + 4..];
+                let prefix_len = rest
+                    .find('e')
+                    .filter(|&e| rest[..e].chars().all(|c| c == 'f' || c.is_ascii_digit()))
+                    .map_or(0, |e| e + 1);
+                let digits = rest[prefix_len..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count();
+                if prefix_len > 0 && digits > 0 {
+                    let n: u64 = rest[prefix_len..prefix_len + digits].parse().unwrap();
+                    out.push_str(&rest[..prefix_len]);
+                    out.push_str(&(n + 1000).to_string());
+                    rest = &rest[prefix_len + digits..];
+                }
+            }
+            out.push_str(rest);
+            m["content"] = Value::String(out);
+        }
+    }
+    v.to_string()
+}
+
+fn all_recorded() -> Vec<String> {
+    let mut bodies = Vec::new();
+    for v in VERSIONS {
+        for s in [
+            "order",
+            "research",
+            "rerender",
+            "invalid_form",
+            "tabs_iframe",
+        ] {
+            bodies.push(recorded(v, s));
+        }
+    }
+    bodies
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn renumbering_refs_changes_no_fingerprint(pick in 0usize..20) {
+        let body = &all_recorded()[pick];
+        let renumbered = renumber(body);
+        prop_assert_ne!(body, &renumbered);
+        let a: Vec<_> = progress::track(&transcript(body), &on()).steps.iter().map(|s| s.fingerprint).collect();
+        let b: Vec<_> = progress::track(&transcript(&renumbered), &on()).steps.iter().map(|s| s.fingerprint).collect();
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_guard_never_refuses_a_ref_of_the_newest_observation(pick in 0usize..20, cut in any::<prop::sample::Index>(), which in any::<prop::sample::Index>()) {
+        let body = &all_recorded()[pick];
+        let n = messages(body).len();
+        let prefix = truncate(body, 1 + cut.index(n));
+        let t = transcript(&prefix);
+        let session = progress::Session::replay(&t, &on(), |_, _, _, _| {});
+        prop_assume!(!session.page_unseen && !session.page.refs.is_empty());
+        let mut refs: Vec<_> = session.page.refs.iter().collect();
+        refs.sort_by(|a, b| a.0.cmp(b.0));
+        let (id, element) = refs[which.index(refs.len())];
+        prop_assume!(!progress::is_submit_like(element));
+        let args = serde_json::json!({"element": format!("{} {}", element.name, element.role), "ref": id, "target": id}).to_string();
+        let verdict = guard::check(&t, "browser_click", &args, &on());
+        prop_assert!(verdict.is_allowed(), "{id} {element:?}: {verdict:?}");
+    }
+}
