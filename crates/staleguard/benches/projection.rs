@@ -198,8 +198,9 @@ fn main() {
     // `--profile-project` runs only projection, for a profiler.
     if std::env::args().any(|a| a == "--profile-project") {
         let body = build_request();
-        for _ in 0..20 {
-            black_box(project(&body));
+        let full = std::env::args().any(|a| a == "--full");
+        for _ in 0..if full { 3 } else { 20 } {
+            black_box(if full { project_full(&body) } else { project(&body) });
         }
         return;
     }
