@@ -200,7 +200,11 @@ fn main() {
         let body = build_request();
         let full = std::env::args().any(|a| a == "--full");
         for _ in 0..if full { 3 } else { 20 } {
-            black_box(if full { project_full(&body) } else { project(&body) });
+            black_box(if full {
+                project_full(&body)
+            } else {
+                project(&body)
+            });
         }
         return;
     }

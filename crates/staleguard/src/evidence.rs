@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -29,6 +30,8 @@ pub struct EvidenceItem {
 #[derive(Debug, Clone)]
 pub struct Chunk<'t> {
     pub url: Cow<'t, str>,
+    /// `url`, normalised once for all the chunks of a page.
+    pub key: Arc<str>,
     /// The short observation ID (as receipts show it).
     pub observation: String,
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
@@ -173,10 +176,7 @@ fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason
         return Err(DropReason::UnknownObservation);
     }
     let url = normalise(&item.source_url);
-    let at_url: Vec<&&Chunk> = of_observation
-        .iter()
-        .filter(|c| normalise(&c.url) == url)
-        .collect();
+    let at_url: Vec<&&Chunk> = of_observation.iter().filter(|c| *c.key == *url).collect();
     if at_url.is_empty() {
         return Err(DropReason::UrlMismatch);
     }
@@ -201,9 +201,9 @@ const RARE_MAX_CHUNKS: usize = 5;
 /// with the question; then from more recent pages; then short chunks with numbers or IDs.
 /// Chunks still on the live page are left out: they are not stale.
 fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> Vec<Quote> {
-    let live_keys: HashSet<(String, &str)> = live
+    let live_keys: HashSet<(Arc<str>, &str)> = live
         .iter()
-        .map(|c| (normalise(&c.url), c.text.as_ref()))
+        .map(|c| (c.key.clone(), c.text.as_ref()))
         .collect();
     let frequency = document_frequency(collapsed.iter().chain(live));
     let question = words(context.question);
@@ -225,7 +225,7 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
     let mut order: Vec<usize> = (0..unique.len())
         .filter(|&i| {
             let c = unique[i].1;
-            !c.text.trim().is_empty() && !live_keys.contains(&(normalise(&c.url), c.text.as_ref()))
+            !c.text.trim().is_empty() && !live_keys.contains(&(c.key.clone(), c.text.as_ref()))
         })
         .collect();
     // Highest score, then newest page, then short facts, then page order: deterministic.
@@ -289,10 +289,10 @@ fn spread_to_neighbours(unique: &[(usize, &Chunk<'_>)], scores: &mut [u32]) {
 /// One entry per distinct (URL, text): the newest chunk, which names the observation (the
 /// newest observation's ID wins), with the position of the oldest copy.
 fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)> {
-    let mut index: HashMap<(String, &str), usize> = HashMap::new();
+    let mut index: HashMap<(Arc<str>, &str), usize> = HashMap::new();
     let mut unique: Vec<(usize, &Chunk)> = Vec::new();
     for chunk in chunks {
-        let key = (normalise(&chunk.url), chunk.text.as_ref());
+        let key = (chunk.key.clone(), chunk.text.as_ref());
         match index.get(&key) {
             Some(&i) => {
                 let (oldest, newest) = unique[i];
@@ -492,11 +492,13 @@ pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
 fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
     if let Some(obs) = crate::observation::parse(text) {
         let url = obs.url.clone().unwrap_or(Cow::Borrowed(""));
+        let key: Arc<str> = normalise(&url).into();
         return obs
             .chunks
             .into_iter()
             .map(|text| Chunk {
                 url: url.clone(),
+                key: key.clone(),
                 observation: id.to_string(),
                 document: obs.observation_id.clone(),
                 text,
@@ -508,6 +510,7 @@ fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
         .into_iter()
         .map(|c| Chunk {
             url: Cow::Borrowed(c.url),
+            key: normalise(c.url).into(),
             observation: id.to_string(),
             document: Some(Cow::Borrowed(c.observation)),
             text: Cow::Borrowed(c.text),

@@ -199,21 +199,24 @@ pub fn of_parts(
     flat: &[String],
 ) -> Fingerprint {
     let mut h = Sha256::new();
-    let mut field = |name: &str, value: &str| {
+    let mut field = |name: &str, parts: &[&[u8]]| {
         h.update(name.as_bytes());
-        h.update((value.len() as u64).to_le_bytes());
-        h.update(value.as_bytes());
+        h.update((parts.iter().map(|p| p.len()).sum::<usize>() as u64).to_le_bytes());
+        parts.iter().for_each(|p| h.update(p));
     };
-    field("tab", tab);
-    field("tabs", &tabs.to_string());
-    field("url", url);
-    field("title", title);
-    field("document", document);
+    field("tab", &[tab.as_bytes()]);
+    field("tabs", &[&(tabs as u64).to_le_bytes()]);
+    field("url", &[url.as_bytes()]);
+    field("title", &[title.as_bytes()]);
+    field("document", &[document.as_bytes()]);
     for n in nodes.unwrap_or_default() {
-        field("node", &format!("{}\u{0}{}", n.indent, n.canon));
+        field(
+            "node",
+            &[&(n.indent as u64).to_le_bytes(), n.canon.as_bytes()],
+        );
     }
     for f in flat {
-        field("flat", f);
+        field("flat", &[f.as_bytes()]);
     }
     Fingerprint(h.finalize().into())
 }

@@ -3,6 +3,7 @@
 //! derived from the transcript alone, so a proxy that uses it stays stateless.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::appendix::GUIDANCE_HEADER;
 use crate::config::Config;
@@ -38,8 +39,8 @@ pub struct Page {
     pub nodes: Option<Vec<Node>>,
     /// Controls and text, for formats without an aria tree.
     pub flat: Vec<String>,
-    /// Every ref of the page and what it names.
-    pub refs: HashMap<String, Element>,
+    /// Every ref of the page and what it names (shared with the history until it changes).
+    pub refs: Arc<HashMap<String, Element>>,
     /// The text of a confirmation (order placed, booking confirmed) when the page shows one.
     pub confirms: bool,
     /// Some observation has been seen.
@@ -92,7 +93,7 @@ impl Page {
         let same_document = self.known && document == self.document;
         let diff = obs.kind == TreeKind::Diff && same_document;
         if !diff {
-            self.refs.clear();
+            self.refs = Arc::default();
         }
         // A server lists tabs only when there are several; a full page without the list has one.
         if obs.tabs.is_empty() && obs.kind == TreeKind::Full {
@@ -107,8 +108,9 @@ impl Page {
             (new, _, _) => new,
         };
         self.flat = flat(obs);
+        let refs = Arc::make_mut(&mut self.refs);
         for r in &obs.refs {
-            let known = self.refs.get(r.id.as_ref()).cloned();
+            let known = refs.get(r.id.as_ref()).cloned();
             // `ref=e4 [unchanged]` names no role: it keeps what the base page said.
             let element = match (r.role.is_empty(), known) {
                 (true, Some(old)) => old,
@@ -117,7 +119,7 @@ impl Page {
                     name: r.name.to_string(),
                 },
             };
-            self.refs.insert(r.id.to_string(), element);
+            refs.insert(r.id.to_string(), element);
         }
         self.confirms = obs
             .chunks
@@ -282,7 +284,7 @@ pub struct Seen {
     /// The short observation ID receipts show.
     pub id: String,
     pub url: String,
-    pub refs: HashMap<String, Element>,
+    pub refs: Arc<HashMap<String, Element>>,
 }
 
 /// The session as the browser results so far describe it: the page, the no-progress
