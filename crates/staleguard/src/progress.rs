@@ -121,6 +121,12 @@ impl Page {
             };
             refs.insert(r.id.to_string(), element);
         }
+        // A diff replaces subtrees: refs of the nodes it removed are gone from the page.
+        if let (true, Some(nodes)) = (diff, &self.nodes) {
+            let present: std::collections::HashSet<&str> =
+                nodes.iter().filter_map(|n| n.id.as_deref()).collect();
+            refs.retain(|id, _| present.contains(id.as_str()));
+        }
         self.confirms = obs
             .chunks
             .iter()

@@ -304,3 +304,31 @@ proptest! {
         prop_assert!(verdict.is_allowed(), "{id} {element:?}: {verdict:?}");
     }
 }
+
+#[test]
+fn rerender_stale_ref_is_refused_in_every_version() {
+    for v in VERSIONS {
+        let body = recorded(v, "rerender");
+        let t = transcript(&body);
+        let verdicts = guard::verdicts(&t, &on());
+        // The model clicks "Details A-03" twice: first with the ref from before the refreshes.
+        let details: Vec<&Verdict> = calls(&body)
+            .iter()
+            .filter(|(_, _, element)| element.starts_with("Details A-03"))
+            .filter_map(|(i, _, _)| verdicts.iter().find(|(at, _)| at == i).map(|(_, v)| v))
+            .collect();
+        assert_eq!(details.len(), 2, "{v}");
+        match details[0] {
+            Verdict::Refuse { why, .. } => {
+                let expected = if v == "0.0.83" {
+                    Refusal::NeedsSnapshot
+                } else {
+                    Refusal::StaleRef
+                };
+                assert_eq!(*why, expected, "{v}");
+            }
+            other => panic!("{v}: the ref from before the re-render must be refused: {other:?}"),
+        }
+        assert!(details[1].is_allowed(), "{v}: the fresh ref is allowed");
+    }
+}
