@@ -238,8 +238,10 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
 }
 
 fn demo() -> Result<(), Failure> {
-    let mut config = Config::default();
-    config.browser_history_compaction = true;
+    let config = Config {
+        browser_history_compaction: true,
+        ..Config::default()
+    };
     let projected = project_request(DEMO_BODY, RequestFormat::Auto, &config)?;
     let report = inspect::Report::new(DEMO_BODY, &projected, &config);
     let mut text =

@@ -140,11 +140,7 @@ mod tests {
     fn native_tree() {
         let obs = parse(NATIVE).unwrap();
         assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
-        let refs: Vec<_> = obs
-            .refs
-            .iter()
-            .map(|r| (&*r.id, &*r.role, &*r.name))
-            .collect();
+        let refs = obs.ref_triples();
         assert_eq!(
             refs,
             [

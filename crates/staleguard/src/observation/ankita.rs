@@ -191,7 +191,7 @@ pub fn read_back(text: &str) -> Vec<ReadBack<'_>> {
     let mut current: Option<(&str, Vec<&str>)> = None;
     for line in lines {
         if let Some(source) = line.strip_prefix("Source: ") {
-            chunks.extend(current.take().map(|(url, body)| (url, body)));
+            chunks.extend(current.take());
             let url = source.split(';').next().unwrap_or("").trim();
             current = Some((url, Vec::new()));
         } else if let Some((_, body)) = current.as_mut() {
@@ -268,11 +268,7 @@ Observation: 00000000-0000-4000-8000-000000000003";
             obs.observation_id.as_deref(),
             Some("00000000-0000-4000-8000-000000000002")
         );
-        let refs: Vec<_> = obs
-            .refs
-            .iter()
-            .map(|r| (&*r.id, &*r.role, &*r.name))
-            .collect();
+        let refs = obs.ref_triples();
         assert_eq!(
             refs,
             [
@@ -362,11 +358,7 @@ Observation: 00000000-0000-4000-8000-000000000003";
         let obs = parse(text).unwrap();
         assert_eq!(obs.title.as_deref(), Some("Q&A — part 2"));
         assert_eq!(obs.url.as_deref(), Some("https://x.test/a?b=c"));
-        let refs: Vec<_> = obs
-            .refs
-            .iter()
-            .map(|r| (&*r.id, &*r.role, &*r.name))
-            .collect();
+        let refs = obs.ref_triples();
         assert_eq!(
             refs,
             [

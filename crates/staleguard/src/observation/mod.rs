@@ -121,6 +121,14 @@ impl<'a> Observation<'a> {
         self.refs.len().max(self.counted_refs)
     }
 
+    /// `(id, role, name)` of every ref, for tests and reports.
+    pub fn ref_triples(&self) -> Vec<(&str, &str, &str)> {
+        self.refs
+            .iter()
+            .map(|r| (&*r.id, &*r.role, &*r.name))
+            .collect()
+    }
+
     /// The current tab, when tabs are listed.
     pub fn current_tab(&self) -> Option<&Tab<'a>> {
         self.tabs.iter().find(|t| t.current)

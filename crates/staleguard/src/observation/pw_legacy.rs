@@ -137,11 +137,7 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
             obs.action.as_deref(),
             Some("// Click Review order button\nawait page.getByRole('button', { name: 'Review order' }).click();")
         );
-        let refs: Vec<_> = obs
-            .refs
-            .iter()
-            .map(|r| (&*r.id, &*r.role, &*r.name))
-            .collect();
+        let refs = obs.ref_triples();
         assert_eq!(
             refs,
             [

@@ -153,11 +153,7 @@ await new Promise(f => setTimeout(f, 3 * 1000));
         assert_eq!(obs.kind, TreeKind::Full);
         assert_eq!(obs.action, None);
         assert_eq!(obs.document.as_deref(), Some("f3"));
-        let refs: Vec<_> = obs
-            .refs
-            .iter()
-            .map(|r| (&*r.id, &*r.role, &*r.name))
-            .collect();
+        let refs = obs.ref_triples();
         assert_eq!(refs[5], ("f3e7", "button", "Place order"));
         assert_eq!(refs.len(), 8);
         assert_eq!(
