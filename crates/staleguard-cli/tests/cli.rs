@@ -136,13 +136,13 @@ fn bad_input_exits_2_with_one_clear_line() {
         ),
         (
             &["project", "--format", "anthropic"],
-            Some("{\"messages\":[]}"),
-            "not supported yet",
+            Some("{\"input\":[]}"),
+            "not a anthropic request body: no `messages`",
         ),
         (
             &["inspect"],
-            Some("{\"input\":[]}"),
-            "responses request format is not supported yet",
+            Some("{\"model\": \"x\"}"),
+            "no `messages` or `input` array",
         ),
         (
             &["project", "/no/such/file.json"],

@@ -20,9 +20,6 @@ pub enum Error {
         format: &'static str,
         reason: String,
     },
-    /// The request format has no adapter yet.
-    #[error("the {0} request format is not supported yet (supported: openai)")]
-    Unsupported(&'static str),
 }
 
 impl Error {

@@ -44,13 +44,16 @@ fn wrong_shapes_are_clear_errors() {
         let err = project_request(body, RequestFormat::Auto, &on()).unwrap_err();
         assert!(matches!(err, Error::Shape { .. }), "{body}: {err:?}");
     }
-    let err = project_request("{\"input\":[]}", RequestFormat::Auto, &on()).unwrap_err();
-    assert!(
-        err.to_string().contains("responses") && err.to_string().contains("not supported yet"),
-        "{err}"
-    );
-    let err = project_request(&session(""), RequestFormat::Anthropic, &on()).unwrap_err();
-    assert!(matches!(err, Error::Unsupported("anthropic")), "{err:?}");
+    // A format named on the command line must fit the body.
+    let err = project_request(
+        "{\"model\":\"x\",\"messages\":[]}",
+        RequestFormat::Responses,
+        &on(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("no `input`"), "{err}");
+    let err = project_request("{\"input\":[]}", RequestFormat::Anthropic, &on()).unwrap_err();
+    assert!(err.to_string().contains("no `messages`"), "{err}");
     assert!("yaml"
         .parse::<RequestFormat>()
         .unwrap_err()

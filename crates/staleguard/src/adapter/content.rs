@@ -21,11 +21,41 @@ pub enum Shape {
     Parts,
 }
 
+/// How the format writes a text part, so replacements read as the format's own: the part
+/// type (`text`, or `input_text` in OpenAI Responses) and the `cache_control` of the
+/// content's last part that had one (Anthropic), which a replacement keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Style {
+    pub text_type: &'static str,
+    pub cache_control: Option<String>,
+}
+
+impl Style {
+    pub fn plain(text_type: &'static str) -> Self {
+        Style {
+            text_type,
+            cache_control: None,
+        }
+    }
+
+    fn part(&self, text: &str) -> String {
+        let text = serde_json::Value::from(text);
+        match &self.cache_control {
+            Some(cc) => format!(
+                r#"{{"type":"{}","text":{text},"cache_control":{cc}}}"#,
+                self.text_type
+            ),
+            None => format!(r#"{{"type":"{}","text":{text}}}"#, self.text_type),
+        }
+    }
+}
+
 /// Text read out of a content value.
 pub struct Content<'a> {
     pub text: Cow<'a, str>,
     pub images: usize,
     pub shape: Shape,
+    pub style: Style,
     /// The content ends with parts staleguard appended (evidence, guidance).
     pub appendix: bool,
 }
@@ -36,45 +66,81 @@ struct Part<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cache_control: Option<&'a RawValue>,
 }
+
+const TEXT_PARTS: &[&str] = &["text", "input_text", "output_text"];
 
 const IMAGE_PARTS: &[&str] = &["image_url", "image", "input_image"];
 
-/// Reads a content value. `None` when it is not text we may replace: `null`, a number,
-/// an object, or parts of a kind we do not know (those must reach the model unchanged).
-pub fn read(raw: &RawValue) -> Option<Content<'_>> {
+/// Reads a content value whose text parts are of type `text_type` unless its parts say
+/// otherwise. `None` when it is not text we may replace: `null`, a number, an object, or
+/// parts of a kind we do not know (those must reach the model unchanged).
+pub fn read<'a>(raw: &'a RawValue, text_type: &'static str) -> Option<Content<'a>> {
     let json = raw.get();
-    match json.as_bytes().first()? {
+    let mut content = match json.as_bytes().first()? {
         b'"' => {
             let text: Cow<'_, str> = serde_json::from_str(json).ok()?;
-            Some(unwrap_string(text))
+            unwrap_string(text)
         }
         b'[' => {
-            let mut parts: Vec<Part<'_>> = serde_json::from_str(json).ok()?;
-            let appendix = split_appendix(&mut parts);
-            if let [Part {
-                kind: Some(kind),
-                text: Some(text),
-            }] = parts.as_slice()
-            {
-                if appendix && kind == "text" {
-                    // Our own parts after a string content: read the string as it was.
-                    let mut content = unwrap_string(Cow::Owned(text.to_string()));
-                    content.shape = Shape::Parts;
-                    content.appendix = true;
-                    return Some(content);
-                }
-            }
-            let (text, images) = join_parts(&parts)?;
-            Some(Content {
-                text: Cow::Owned(text),
-                images,
-                shape: Shape::Parts,
-                appendix,
-            })
+            let parts: Vec<Part<'_>> = serde_json::from_str(json).ok()?;
+            let style = style_of(&parts, text_type);
+            let mut content = read_parts(parts)?;
+            content.style = style;
+            content
         }
-        _ => None,
+        _ => return None,
+    };
+    if content.shape != Shape::Parts {
+        content.style = Style::plain(text_type);
     }
+    Some(content)
+}
+
+/// The part type and cache control the parts use.
+fn style_of(parts: &[Part<'_>], default: &'static str) -> Style {
+    let text_type = parts
+        .iter()
+        .filter_map(|p| p.kind.as_deref())
+        .find_map(|k| TEXT_PARTS.iter().find(|t| **t == k).copied())
+        .unwrap_or(default);
+    let cache_control = parts
+        .iter()
+        .rev()
+        .find_map(|p| p.cache_control)
+        .map(|c| c.get().to_string());
+    Style {
+        text_type,
+        cache_control,
+    }
+}
+
+fn read_parts(mut parts: Vec<Part<'_>>) -> Option<Content<'_>> {
+    let appendix = split_appendix(&mut parts);
+    if let [Part {
+        kind: Some(kind),
+        text: Some(text),
+        ..
+    }] = parts.as_slice()
+    {
+        if appendix && TEXT_PARTS.contains(&kind.as_ref()) {
+            // Our own parts after a string content: read the string as it was.
+            let mut content = unwrap_string(Cow::Owned(text.to_string()));
+            content.shape = Shape::Parts;
+            content.appendix = true;
+            return Some(content);
+        }
+    }
+    let (text, images) = join_parts(&parts)?;
+    Some(Content {
+        text: Cow::Owned(text),
+        images,
+        shape: Shape::Parts,
+        style: Style::plain("text"),
+        appendix,
+    })
 }
 
 /// Drops the trailing parts staleguard appended; true if there were any. The first part is
@@ -82,58 +148,50 @@ pub fn read(raw: &RawValue) -> Option<Content<'_>> {
 fn split_appendix(parts: &mut Vec<Part<'_>>) -> bool {
     let own = parts.len();
     while parts.len() > 1 {
-        match parts.last() {
-            Some(Part {
-                kind: Some(k),
-                text: Some(t),
-            }) if k == "text" && is_appendix(t) => parts.pop(),
-            _ => break,
-        };
+        let ours = parts.last().is_some_and(|p| {
+            let text_part = p.kind.as_deref().is_some_and(|k| TEXT_PARTS.contains(&k));
+            text_part && p.text.as_deref().is_some_and(is_appendix)
+        });
+        if !ours {
+            break;
+        }
+        parts.pop();
     }
     parts.len() < own
 }
 
-/// A string whose whole text is JSON text parts is read as those parts.
-fn unwrap_string(text: Cow<'_, str>) -> Content<'_> {
-    let plain = |text| Content {
+fn plain<'a>(text: Cow<'a, str>, shape: Shape) -> Content<'a> {
+    Content {
         text,
         images: 0,
-        shape: Shape::Str,
+        shape,
+        style: Style::plain("text"),
         appendix: false,
-    };
+    }
+}
+
+/// A string whose whole text is JSON text parts is read as those parts.
+fn unwrap_string(text: Cow<'_, str>) -> Content<'_> {
     let trimmed = text.trim();
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) || !trimmed.contains("\"text\"") {
-        return plain(text);
+        return plain(text, Shape::Str);
     }
     if trimmed.starts_with('{') {
-        if let Ok(Part {
-            kind: Some(kind),
-            text: Some(inner),
-        }) = serde_json::from_str::<Part>(trimmed)
-        {
-            if kind == "text" {
-                let inner = inner.into_owned();
-                return Content {
-                    text: Cow::Owned(inner),
-                    images: 0,
-                    shape: Shape::WrappedPart,
-                    appendix: false,
-                };
-            }
-        }
-        return plain(text);
+        return match serde_json::from_str::<Part>(trimmed) {
+            Ok(Part {
+                kind: Some(kind),
+                text: Some(inner),
+                ..
+            }) if kind == "text" => plain(Cow::Owned(inner.into_owned()), Shape::WrappedPart),
+            _ => plain(text, Shape::Str),
+        };
     }
     match serde_json::from_str::<Vec<Part>>(trimmed)
         .ok()
         .and_then(|p| join_parts(&p))
     {
-        Some((inner, 0)) => Content {
-            text: Cow::Owned(inner),
-            images: 0,
-            shape: Shape::WrappedParts,
-            appendix: false,
-        },
-        _ => plain(text),
+        Some((inner, 0)) => plain(Cow::Owned(inner), Shape::WrappedParts),
+        _ => plain(text, Shape::Str),
     }
 }
 
@@ -144,7 +202,7 @@ fn join_parts(parts: &[Part<'_>]) -> Option<(String, usize)> {
     let mut first = true;
     for part in parts {
         match (part.kind.as_deref(), &part.text) {
-            (Some("text" | "input_text" | "output_text"), Some(t)) => {
+            (Some(kind), Some(t)) if TEXT_PARTS.contains(&kind) => {
                 if !first {
                     text.push('\n');
                 }
@@ -159,43 +217,40 @@ fn join_parts(parts: &[Part<'_>]) -> Option<(String, usize)> {
 }
 
 /// The JSON value of a content whose original JSON is `original`, with each of `texts`
-/// added as a part of its own after it. The original stays byte for byte inside the new value.
-pub fn append(shape: Shape, original: &str, texts: &[&str]) -> String {
-    let part = texts
+/// added as a part of its own after it. The original stays byte for byte inside the new
+/// value. Appended parts carry no cache control: they must not move a cache breakpoint.
+pub fn append(shape: Shape, style: &Style, original: &str, texts: &[&str]) -> String {
+    let plain = Style::plain(style.text_type);
+    let parts = texts
         .iter()
-        .map(|t| {
-            format!(
-                r#"{{"type":"text","text":{}}}"#,
-                serde_json::Value::from(*t)
-            )
-        })
+        .map(|t| plain.part(t))
         .collect::<Vec<_>>()
         .join(",");
     match shape {
         Shape::Parts => {
             let open = original.trim_end().strip_suffix(']').unwrap_or(original);
-            format!("{open},{part}]")
+            format!("{open},{parts}]")
         }
         Shape::Str | Shape::WrappedPart | Shape::WrappedParts => {
-            format!(r#"[{{"type":"text","text":{original}}},{part}]"#)
+            format!(
+                r#"[{{"type":"{}","text":{original}}},{parts}]"#,
+                style.text_type
+            )
         }
     }
 }
 
-/// The JSON value that replaces a content of `shape` with `text` (images dropped).
-pub fn write(shape: Shape, text: &str) -> String {
-    let part = || {
-        let mut map = serde_json::Map::new();
-        map.insert("type".into(), "text".into());
-        map.insert("text".into(), text.into());
-        serde_json::Value::Object(map)
-    };
-    let json = |v: &serde_json::Value| v.to_string();
+/// The JSON value that replaces a content of `shape` with `text` (images dropped). A parts
+/// array keeps its text part type and cache control.
+pub fn write(shape: Shape, style: &Style, text: &str) -> String {
+    let wrapped = Style::plain("text");
     match shape {
-        Shape::Str => json(&text.into()),
-        Shape::WrappedPart => json(&json(&part()).into()),
-        Shape::WrappedParts => json(&json(&serde_json::Value::Array(vec![part()])).into()),
-        Shape::Parts => json(&serde_json::Value::Array(vec![part()])),
+        Shape::Str => serde_json::Value::from(text).to_string(),
+        Shape::WrappedPart => serde_json::Value::from(wrapped.part(text)).to_string(),
+        Shape::WrappedParts => {
+            serde_json::Value::from(format!("[{}]", wrapped.part(text))).to_string()
+        }
+        Shape::Parts => format!("[{}]", style.part(text)),
     }
 }
 
@@ -229,11 +284,11 @@ mod tests {
         ];
         for (json, shape, text) in cases {
             let r = raw(json);
-            let c = read(&r).unwrap();
+            let c = read(&r, "text").unwrap();
             assert_eq!((c.shape, c.text.as_ref()), (shape, text), "{json}");
-            let written = write(shape, "new");
+            let written = write(shape, &c.style, "new");
             let again = raw(&written);
-            let c2 = read(&again).unwrap();
+            let c2 = read(&again, "text").unwrap();
             assert_eq!(
                 (c2.shape, c2.text.as_ref(), c2.images),
                 (shape, "new", 0),
@@ -257,15 +312,15 @@ mod tests {
             ),
         ] {
             let before_raw = raw(json);
-            let before = read(&before_raw).unwrap();
+            let before = read(&before_raw, "text").unwrap();
             assert_eq!(before.shape, shape);
-            let appended = append(shape, json, &[&block]);
+            let appended = append(shape, &before.style, json, &[&block]);
             assert!(
                 appended.contains(json.trim_end().trim_end_matches(']')),
                 "{appended}"
             );
             let after_raw = raw(&appended);
-            let after = read(&after_raw).unwrap();
+            let after = read(&after_raw, "text").unwrap();
             assert!(after.appendix, "{appended}");
             assert_eq!(after.text, before.text, "{appended}");
         }
@@ -275,7 +330,7 @@ mod tests {
             serde_json::Value::from(block.as_str())
         );
         let own_raw = raw(&own);
-        assert!(!read(&own_raw).unwrap().appendix);
+        assert!(!read(&own_raw, "text").unwrap().appendix);
     }
 
     #[test]
@@ -287,10 +342,10 @@ mod tests {
             r####"[{"type":"file","file":{}}]"####,
             "[]",
         ] {
-            assert!(read(&raw(json)).is_none(), "{json}");
+            assert!(read(&raw(json), "text").is_none(), "{json}");
         }
         let note = raw(r####""{\"type\":\"note\",\"text\":\"x\"}""####);
-        let c = read(&note).unwrap();
+        let c = read(&note, "text").unwrap();
         assert_eq!(c.shape, Shape::Str);
     }
 }

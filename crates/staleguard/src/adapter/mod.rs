@@ -2,8 +2,14 @@
 //! projection edits back. Bytes an adapter does not edit are copied as they are, so unknown
 //! fields, key order and formatting survive.
 
+pub mod anthropic;
 mod content;
+mod lenient;
 pub mod openai_chat;
+mod request;
+pub mod responses;
+
+pub use request::{Hints, WireRequest};
 
 use std::str::FromStr;
 
@@ -67,6 +73,9 @@ pub struct Projected {
     pub report: Plan,
     /// What the evidence track kept, refused, omitted and dropped.
     pub evidence: EvidenceReport,
+    /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`):
+    /// only what the request holds was projected.
+    pub server_side_history: bool,
 }
 
 /// Projects `body` under `config`. With compaction off the body comes back unchanged,
@@ -87,20 +96,7 @@ pub fn project_request_with(
     config: &Config,
     explicit: &[EvidenceItem],
 ) -> Result<Projected, Error> {
-    let request = openai_chat::ChatRequest::read(body)?;
-    let (format, format_reason) = match format {
-        RequestFormat::Auto => decide(request.hints)?,
-        f => (f, "given"),
-    };
-    if format != RequestFormat::OpenAiChat {
-        return Err(Error::Unsupported(format.name()));
-    }
-    if !request.hints.has_messages {
-        return Err(Error::Shape {
-            format: "openai",
-            reason: "no `messages` array".into(),
-        });
-    }
+    let (request, format, format_reason) = read_request(body, format)?;
     let mut report = projection::plan(request.transcript(), config);
     let mut evidence = EvidenceReport::default();
     if config.progress_enabled() {
@@ -114,13 +110,59 @@ pub fn project_request_with(
     } else {
         body.to_string()
     };
+    let server_side_history = request.hints.server_side_history;
     Ok(Projected {
         body,
         format,
         format_reason,
         report,
         evidence,
+        server_side_history,
     })
+}
+
+/// Reads `body` in `format`, telling the format from the body when it is `Auto`.
+pub fn read_request(
+    body: &str,
+    format: RequestFormat,
+) -> Result<(WireRequest<'_>, RequestFormat, &'static str), Error> {
+    let (request, format, reason) = match format {
+        RequestFormat::Auto => {
+            let chat = openai_chat::read(body)?;
+            let (format, reason) = decide(chat.hints)?;
+            let request = if format == RequestFormat::OpenAiChat {
+                chat
+            } else {
+                read_as(body, format)?
+            };
+            (request, format, reason)
+        }
+        f => (read_as(body, f)?, f, "given"),
+    };
+    let has_list = match format {
+        RequestFormat::Responses => request.hints.has_input,
+        _ => request.hints.has_messages,
+    };
+    if !has_list {
+        let list = if format == RequestFormat::Responses {
+            "input"
+        } else {
+            "messages"
+        };
+        return Err(Error::Shape {
+            format: format.name(),
+            reason: format!("no `{list}`"),
+        });
+    }
+    Ok((request, format, reason))
+}
+
+fn read_as(body: &str, format: RequestFormat) -> Result<WireRequest<'_>, Error> {
+    match format {
+        RequestFormat::Anthropic => anthropic::read(body),
+        RequestFormat::Responses => responses::read(body),
+        _ => openai_chat::read(body),
+    }
 }
 
 /// Appends the no-progress guidance to the newest non-failed browser result when the session
@@ -142,7 +184,7 @@ fn add_guidance(transcript: &Transcript<'_>, plan: &mut Plan, config: &Config) {
 /// Selects evidence and appends its block to the newest non-failed browser result, within
 /// the request budget.
 fn add_evidence(
-    request: &openai_chat::ChatRequest<'_>,
+    request: &WireRequest<'_>,
     plan: &mut Plan,
     config: &Config,
     explicit: &[EvidenceItem],
@@ -184,19 +226,15 @@ fn add_evidence(
 
 /// The neutral transcript of `body`, for callers that run their own analysis.
 pub fn read_transcript(body: &str) -> Result<Transcript<'_>, Error> {
-    let request = openai_chat::ChatRequest::read(body)?;
-    match decide(request.hints)?.0 {
-        RequestFormat::OpenAiChat => Ok(request.into_transcript()),
-        other => Err(Error::Unsupported(other.name())),
-    }
+    Ok(read_request(body, RequestFormat::Auto)?.0.into_transcript())
 }
 
 /// Tells the format from the body alone, and says which rule decided.
 pub fn detect_format(body: &str) -> Result<(RequestFormat, &'static str), Error> {
-    decide(openai_chat::ChatRequest::read(body)?.hints)
+    decide(openai_chat::read(body)?.hints)
 }
 
-fn decide(hints: openai_chat::Hints) -> Result<(RequestFormat, &'static str), Error> {
+fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
     if !hints.has_messages && hints.has_input {
         return Ok((
             RequestFormat::Responses,
@@ -228,4 +266,47 @@ fn decide(hints: openai_chat::Hints) -> Result<(RequestFormat, &'static str), Er
         RequestFormat::OpenAiChat,
         "`messages` without Anthropic content blocks",
     ))
+}
+
+/// A syntax error is a JSON error with a position; a wrong shape is a shape error.
+pub(crate) fn json_error(err: &serde_json::Error, body: &str, format: &'static str) -> Error {
+    if err.is_data() {
+        Error::Shape {
+            format,
+            reason: err.to_string(),
+        }
+    } else {
+        Error::json(err, body)
+    }
+}
+
+/// A JSON string value, decoded.
+pub(crate) fn string_of(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// Arguments as JSON text: decoded when a string, the raw JSON otherwise.
+pub(crate) fn raw_text(raw: Option<&serde_json::value::RawValue>) -> std::borrow::Cow<'_, str> {
+    match raw {
+        None => std::borrow::Cow::Borrowed(""),
+        Some(r) => string_of(r).unwrap_or(std::borrow::Cow::Borrowed(r.get())),
+    }
+}
+
+/// Content arrays with Anthropic block types mark an Anthropic body.
+pub(crate) fn looks_anthropic(content: &serde_json::value::RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct BlockType {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    const TYPES: &[&str] = &["tool_use", "tool_result", "thinking", "redacted_thinking"];
+    let json = content.get();
+    json.starts_with('[')
+        && TYPES.iter().any(|t| json.contains(&format!("\"{t}\"")))
+        && serde_json::from_str::<Vec<BlockType>>(json).is_ok_and(|blocks| {
+            blocks
+                .iter()
+                .any(|b| b.kind.as_deref().is_some_and(|k| TYPES.contains(&k)))
+        })
 }

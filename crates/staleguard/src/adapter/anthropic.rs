@@ -1,0 +1,141 @@
+//! Anthropic Messages request bodies: `tool_use` blocks in assistant messages, and
+//! `tool_result` blocks (`tool_use_id`, `content` as a string or blocks, `is_error`) in the
+//! user message after them. Only the `content` of a collapsed `tool_result` is replaced:
+//! its `tool_use_id`, `is_error`, `cache_control` and the block order stay; top-level
+//! `system`, `thinking` blocks and their signatures are never touched.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::content;
+use super::lenient::List;
+use super::request::{Hints, WireRequest};
+use super::{json_error, raw_text, string_of};
+use crate::error::Error;
+use crate::transcript::{Item, Role, ToolCall, ToolResult};
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    messages: Option<List<Message<'a>>>,
+    system: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+/// A content block, every field optional and raw where its type may vary.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    is_error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Reads a Messages body.
+pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+    let envelope: Envelope =
+        serde_json::from_str(body).map_err(|e| json_error(&e, body, "anthropic"))?;
+    let hints = Hints {
+        has_messages: envelope.messages.is_some(),
+        has_system: envelope.system.is_some(),
+        ..Hints::default()
+    };
+    let mut request = WireRequest::new(body, hints);
+    if let Some(List::Items(entries)) = envelope.messages {
+        for (index, entry) in entries.into_iter().enumerate() {
+            match entry {
+                Some(m) => read_message(&mut request, index, m),
+                None => request.push(Item::Other),
+            }
+        }
+    }
+    Ok(request)
+}
+
+fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>) {
+    let role = match m.role.and_then(string_of).as_deref() {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        _ => return request.push(Item::Other),
+    };
+    let Some(content) = m.content else {
+        return request.push(Item::Other);
+    };
+    if let Some(text) = string_of(content) {
+        return request.push(Item::Text { role, text });
+    }
+    let Ok(blocks) = serde_json::from_str::<Vec<&RawValue>>(content.get()) else {
+        return request.push(Item::Other);
+    };
+    for raw in blocks {
+        match serde_json::from_str::<Block<'a>>(raw.get()) {
+            Ok(block) => read_block(request, index, role, block),
+            Err(_) => request.push(Item::Other),
+        }
+    }
+}
+
+fn read_block<'a>(request: &mut WireRequest<'a>, index: usize, role: Role, b: Block<'a>) {
+    match (b.kind.as_deref(), b.id, b.name) {
+        (Some("text"), ..) => match b.text {
+            Some(text) => request.push(Item::Text { role, text }),
+            None => request.push(Item::Other),
+        },
+        (Some("tool_use"), Some(id), Some(name)) => {
+            let call = ToolCall {
+                id,
+                name,
+                arguments: raw_text(b.input),
+                message: index,
+            };
+            request.push(Item::Call(call));
+        }
+        (Some("tool_result"), ..) => {
+            read_result(request, index, b.tool_use_id, b.content, b.is_error)
+        }
+        _ => request.push(Item::Other),
+    }
+}
+
+fn read_result<'a>(
+    request: &mut WireRequest<'a>,
+    index: usize,
+    call_id: Option<Cow<'a, str>>,
+    body: Option<&'a RawValue>,
+    is_error: Option<&RawValue>,
+) {
+    let Some((raw, content)) = body.and_then(|raw| Some((raw, content::read(raw, "text")?))) else {
+        return request.push(Item::Other);
+    };
+    let result = ToolResult {
+        call_id,
+        text: content.text.clone(),
+        is_error: is_error.is_some_and(|e| e.get() == "true"),
+        images: content.images,
+        appendix: content.appendix,
+        message: index,
+    };
+    request.push_result(Item::Result(result), raw, &content);
+}

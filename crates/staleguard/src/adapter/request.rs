@@ -1,0 +1,141 @@
+//! A request body read by one of the wire-format readers: the neutral transcript, and for
+//! every result where its content sits in the body. Writing is the same for every format:
+//! the original bytes are copied and only edited contents are spliced in.
+
+use serde_json::value::RawValue;
+
+use super::content::{self, Content, Shape, Style};
+use crate::projection::Edit;
+use crate::transcript::{Item, Transcript};
+
+/// Where a result's content value sits in the body, and how it is written.
+#[derive(Debug, Clone)]
+pub(crate) struct Span {
+    start: usize,
+    end: usize,
+    shape: Shape,
+    style: Style,
+}
+
+/// What the body says about its own format.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Hints {
+    pub has_messages: bool,
+    pub has_input: bool,
+    pub has_system: bool,
+    pub has_anthropic_blocks: bool,
+    /// OpenAI Responses with `previous_response_id` or `conversation`: earlier turns live
+    /// on the server, and the request holds only the newest items.
+    pub server_side_history: bool,
+}
+
+/// A body, read.
+pub struct WireRequest<'a> {
+    body: &'a str,
+    transcript: Transcript<'a>,
+    spans: Vec<Option<Span>>,
+    pub hints: Hints,
+}
+
+impl<'a> WireRequest<'a> {
+    pub(crate) fn new(body: &'a str, hints: Hints) -> Self {
+        WireRequest {
+            body,
+            transcript: Transcript::default(),
+            spans: Vec::new(),
+            hints,
+        }
+    }
+
+    pub fn transcript(&self) -> &Transcript<'a> {
+        &self.transcript
+    }
+
+    pub fn into_transcript(self) -> Transcript<'a> {
+        self.transcript
+    }
+
+    /// Adds an item that is not edited.
+    pub(crate) fn push(&mut self, item: Item<'a>) {
+        self.transcript.items.push(item);
+        self.spans.push(None);
+    }
+
+    /// Adds a result whose content value is `raw`, read as `content`.
+    pub(crate) fn push_result(&mut self, item: Item<'a>, raw: &RawValue, content: &Content<'_>) {
+        let span = self.span_of(raw, content);
+        self.transcript.items.push(item);
+        self.spans.push(span);
+    }
+
+    /// The byte range of `raw` in the body. Raw values borrow from the body, so this is
+    /// pointer arithmetic on one allocation, checked anyway.
+    fn span_of(&self, raw: &RawValue, content: &Content<'_>) -> Option<Span> {
+        let start = (raw.get().as_ptr() as usize).checked_sub(self.body.as_ptr() as usize)?;
+        let end = start.checked_add(raw.get().len())?;
+        (end <= self.body.len()).then(|| Span {
+            start,
+            end,
+            shape: content.shape,
+            style: content.style.clone(),
+        })
+    }
+
+    /// The body with each edit applied; all other bytes are copied. Appends to one result
+    /// become parts of their own, in edit order.
+    pub fn write(&self, edits: &[Edit]) -> String {
+        let spliced = self.by_span(edits);
+        let extra: usize = edits.iter().map(|e| e.text.len() + 64).sum();
+        let mut out = String::with_capacity(self.body.len() + extra);
+        let mut at = 0;
+        for (span, group) in spliced {
+            if span.start < at {
+                continue;
+            }
+            out.push_str(&self.body[at..span.start]);
+            out.push_str(&self.content_json(span, &group));
+            at = span.end;
+        }
+        out.push_str(&self.body[at..]);
+        out
+    }
+
+    /// Edits grouped by the content they touch, in body order.
+    fn by_span<'e>(&self, edits: &'e [Edit]) -> Vec<(&Span, Vec<&'e Edit>)> {
+        let mut groups: Vec<(&Span, Vec<&Edit>)> = Vec::new();
+        for e in edits {
+            let Some(span) = self.spans.get(e.item).and_then(Option::as_ref) else {
+                continue;
+            };
+            match groups.iter_mut().find(|(s, _)| s.start == span.start) {
+                Some((_, group)) => group.push(e),
+                None => groups.push((span, vec![e])),
+            }
+        }
+        groups.sort_by_key(|(span, _)| span.start);
+        groups
+    }
+
+    /// A replacement wins over appends to the same content.
+    fn content_json(&self, span: &Span, group: &[&Edit]) -> String {
+        if let Some(replace) = group.iter().find(|e| !e.append) {
+            return content::write(span.shape, &span.style, &replace.text);
+        }
+        let texts: Vec<&str> = group.iter().map(|e| e.text.as_str()).collect();
+        content::append(
+            span.shape,
+            &span.style,
+            &self.body[span.start..span.end],
+            &texts,
+        )
+    }
+
+    /// The length [`write`](Self::write) would give, without writing.
+    pub fn written_len(&self, edits: &[Edit]) -> usize {
+        self.by_span(edits)
+            .into_iter()
+            .fold(self.body.len(), |len, (span, group)| {
+                len - (span.end - span.start) + self.content_json(span, &group).len()
+            })
+    }
+}
