@@ -18,6 +18,7 @@ fn count_tokens(text: &str) -> usize {
 pub struct Report<'p> {
     format: &'static str,
     format_reason: &'static str,
+    server_side_history: bool,
     results: Vec<Row<'p>>,
     calls: Vec<CallRow>,
     stalled: bool,
@@ -82,6 +83,7 @@ impl<'p> Report<'p> {
         Report {
             format: projected.format.name(),
             format_reason: projected.format_reason,
+            server_side_history: projected.server_side_history,
             results,
             calls,
             stalled,
@@ -99,6 +101,9 @@ impl<'p> Report<'p> {
 
     pub fn to_table(&self) -> String {
         let mut out = format!("format: {} ({})\n", self.format, self.format_reason);
+        if self.server_side_history {
+            out.push_str("earlier turns are server-side (previous_response_id / conversation): only the items in this request were projected\n");
+        }
         out.push_str(&format!(
             "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {:<8}  {:>2}  {}\n",
             "msg", "obs", "tool", "status", "before", "after", "refs", "page", "np", "url / title"

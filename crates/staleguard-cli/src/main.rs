@@ -11,9 +11,10 @@ use staleguard::{
     project_request, project_request_with, Config, EvidenceItem, Projected, RequestFormat,
 };
 
-/// The bundled recording that `demo` runs: a real @playwright/mcp 0.0.41 session.
-const DEMO_BODY: &str = include_str!("../../../fixtures/demo/long_page.openai.json");
-const DEMO_NAME: &str = "fixtures/demo/long_page.openai.json (@playwright/mcp 0.0.41, Chromium)";
+/// The bundled recordings that `demo` runs: a real @playwright/mcp 0.0.41 session, as an
+/// OpenAI Chat and as an Anthropic Messages request.
+const DEMO_OPENAI: &str = include_str!("../../../fixtures/demo/long_page.openai.json");
+const DEMO_ANTHROPIC: &str = include_str!("../../../fixtures/demo/long_page.anthropic.json");
 
 #[derive(Parser)]
 #[command(
@@ -42,7 +43,11 @@ enum Command {
         json: bool,
     },
     /// Run a bundled real recording through `project` and `inspect`.
-    Demo,
+    Demo {
+        /// Which request format to show: openai or anthropic.
+        #[arg(long, default_value = "openai")]
+        format: String,
+    },
     /// Ask the guard about one proposed browser call, given the request it would follow.
     /// Exits 0 to allow and 3 to refuse, with the refusal text on standard output.
     CheckCall {
@@ -114,7 +119,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             write_stdout(text.as_bytes())
         }
-        Command::Demo => demo(),
+        Command::Demo { format } => demo(&format),
         Command::CheckCall { call, input } => check_call(&call, &input),
     }
 }
@@ -237,22 +242,32 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     }
 }
 
-fn demo() -> Result<(), Failure> {
+fn demo(format: &str) -> Result<(), Failure> {
+    let (body, file) = match format {
+        "openai" => (DEMO_OPENAI, "long_page.openai.json"),
+        "anthropic" => (DEMO_ANTHROPIC, "long_page.anthropic.json"),
+        other => {
+            return Err(Failure::Message(format!(
+                "demo has openai and anthropic sessions, not {other:?}"
+            )))
+        }
+    };
     let config = Config {
         browser_history_compaction: true,
         ..Config::default()
     };
-    let projected = project_request(DEMO_BODY, RequestFormat::Auto, &config)?;
-    let report = inspect::Report::new(DEMO_BODY, &projected, &config);
-    let mut text =
-        format!("staleguard demo: {DEMO_NAME}\n\n$ staleguard inspect long_page.openai.json\n");
+    let projected = project_request(body, RequestFormat::Auto, &config)?;
+    let report = inspect::Report::new(body, &projected, &config);
+    let mut text = format!(
+        "staleguard demo: fixtures/demo/{file} (@playwright/mcp 0.0.41, Chromium)\n\n$ staleguard inspect {file}\n"
+    );
     text.push_str(&report.to_table());
-    text.push_str(&before_after(&projected));
+    text.push_str(&before_after(body, file, &projected));
     write_stdout(text.as_bytes())
 }
 
 /// The first collapsed observation, before and after.
-fn before_after(projected: &Projected) -> String {
+fn before_after(body: &str, file: &str, projected: &Projected) -> String {
     let Some(first) = projected
         .report
         .results
@@ -261,11 +276,11 @@ fn before_after(projected: &Projected) -> String {
     else {
         return String::new();
     };
-    let before = message_content(DEMO_BODY, first.message);
+    let before = message_content(body, first.message);
     let after = message_content(&projected.body, first.message);
     let head: Vec<&str> = before.lines().take(14).collect();
     format!(
-        "\n$ staleguard project long_page.openai.json   # message {} ({}), before: {} bytes\n{}\n    ... {} more lines\n\nafter: {} bytes\n{}\n",
+        "\n$ staleguard project {file}   # message {} ({}), before: {} bytes\n{}\n    ... {} more lines\n\nafter: {} bytes\n{}\n",
         first.message,
         first.tool,
         before.len(),
@@ -276,15 +291,19 @@ fn before_after(projected: &Projected) -> String {
     )
 }
 
+/// The text of a message's tool result: its content (OpenAI Chat) or its first
+/// `tool_result` block's content (Anthropic).
 fn message_content(body: &str, index: usize) -> String {
-    serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("messages")?
-                .get(index)?
-                .get("content")?
-                .as_str()
-                .map(str::to_string)
-        })
-        .unwrap_or_default()
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return String::new();
+    };
+    let content = &v["messages"][index]["content"];
+    let content = match content.as_array() {
+        Some(blocks) => blocks
+            .iter()
+            .find(|b| b["type"] == "tool_result")
+            .map_or(content, |b| &b["content"]),
+        None => content,
+    };
+    content.as_str().map(str::to_string).unwrap_or_default()
 }

@@ -246,3 +246,4 @@ pub fn evidence_block(p: &Projected) -> Option<String> {
         .find(|t| t.starts_with(staleguard::evidence::EVIDENCE_HEADER))
         .map(str::to_string)
 }
+pub mod formats;

@@ -1,0 +1,329 @@
+//! The same suite over the three wire formats: recorded Anthropic bodies, Responses bodies
+//! built from the recorded sessions, and generated transcripts.
+
+mod support;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use staleguard::{RequestFormat, Status};
+use support::formats::*;
+use support::*;
+
+const SCENARIOS: [&str; 6] = [
+    "order",
+    "research",
+    "rerender",
+    "invalid_form",
+    "tabs_iframe",
+    "long_page",
+];
+
+fn versions() -> Vec<std::path::PathBuf> {
+    vec![
+        shared_fixtures().join("pwmcp-0.0.41"),
+        shared_fixtures().join("pwmcp-0.0.83"),
+    ]
+}
+
+fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
+    p.report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Collapsed)
+        .map(|r| r.observation_id.clone())
+        .collect()
+}
+
+fn stall_steps(body: &str) -> Vec<u32> {
+    let t = staleguard::adapter::read_transcript(body).expect("reads");
+    staleguard::progress::track(&t, &on())
+        .steps
+        .iter()
+        .map(|s| s.no_progress)
+        .collect()
+}
+
+#[test]
+fn anthropic_and_responses_match_openai_on_every_recorded_session() {
+    for dir in versions() {
+        for scenario in SCENARIOS {
+            let chat = read(&dir.join(format!("{scenario}.openai.json")));
+            let anthropic = read(&dir.join(format!("{scenario}.anthropic.json")));
+            let responses = chat_to_responses(&chat);
+            let name = format!("{}/{scenario}", dir.display());
+            let pc = project_as(&chat, RequestFormat::Auto);
+            let pa = project_as(&anthropic, RequestFormat::Auto);
+            let pr = project_as(&responses, RequestFormat::Auto);
+            assert_eq!(
+                (pa.format, pr.format),
+                (RequestFormat::Anthropic, RequestFormat::Responses),
+                "{name}"
+            );
+            check_any(&chat, &pc, RequestFormat::Auto);
+            check_any(&anthropic, &pa, RequestFormat::Auto);
+            check_any(&responses, &pr, RequestFormat::Auto);
+            assert!(!collapsed_ids(&pc).is_empty(), "{name}");
+            assert_eq!(
+                collapsed_ids(&pa),
+                collapsed_ids(&pc),
+                "{name}: same observations collapse"
+            );
+            assert_eq!(collapsed_ids(&pr), collapsed_ids(&pc), "{name}");
+            assert_eq!(
+                pa.evidence.retained, pc.evidence.retained,
+                "{name}: same evidence"
+            );
+            assert_eq!(pr.evidence.retained, pc.evidence.retained, "{name}");
+            assert_eq!(
+                stall_steps(&anthropic),
+                stall_steps(&chat),
+                "{name}: stalls at the same steps"
+            );
+            assert_eq!(stall_steps(&responses), stall_steps(&chat), "{name}");
+        }
+    }
+}
+
+#[test]
+fn anthropic_keeps_ids_errors_cache_control_system_and_thinking() {
+    let path = shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json");
+    let mut v: Value = serde_json::from_str(&read(&path)).unwrap();
+    v["system"] = serde_json::json!([{"type": "text", "text": "You drive a browser.", "cache_control": {"type": "ephemeral"}}]);
+    v["context_management"] = serde_json::json!({"edits": [{"type": "clear_tool_uses_20250919"}]});
+    let messages = v["messages"].as_array_mut().unwrap();
+    let first_result = messages
+        .iter()
+        .position(|m| m["content"][0]["type"] == "tool_result")
+        .unwrap();
+    // The first result as blocks with a cache breakpoint on the block and inside it.
+    let block = &mut messages[first_result]["content"][0];
+    let text = block["content"].as_str().unwrap().to_string();
+    block["content"] = serde_json::json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}}]);
+    block["cache_control"] = serde_json::json!({"type": "ephemeral"});
+    let first_call = messages
+        .iter()
+        .position(|m| m["role"] == "assistant")
+        .unwrap();
+    messages[first_call]["content"].as_array_mut().unwrap().insert(0, serde_json::json!({"type": "thinking", "thinking": "Open the form.", "signature": "EqQBCgIYAhIM"}));
+    let body = v.to_string();
+    let p = project_as(&body, RequestFormat::Auto);
+    check_any(&body, &p, RequestFormat::Auto);
+    let out: Value = serde_json::from_str(&p.body).unwrap();
+    let block = &out["messages"][first_result]["content"][0];
+    assert_eq!(
+        block["cache_control"],
+        serde_json::json!({"type": "ephemeral"})
+    );
+    assert_eq!(
+        block["content"].as_array().unwrap().len(),
+        1,
+        "the image is dropped"
+    );
+    assert_eq!(
+        block["content"][0]["cache_control"],
+        serde_json::json!({"type": "ephemeral"}),
+        "inner cache control kept"
+    );
+    assert!(block["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("images_dropped=1"));
+    assert_eq!(out["system"], v["system"]);
+    assert_eq!(out["context_management"], v["context_management"]);
+    assert_eq!(
+        out["messages"][first_call]["content"][0],
+        v["messages"][first_call]["content"][0]
+    );
+    let errors = |v: &Value| v.to_string().matches("\"is_error\":true").count();
+    assert_eq!(errors(&out), errors(&v));
+}
+
+#[test]
+fn responses_keep_reasoning_and_handle_server_side_history() {
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.83/research.openai.json"));
+    let body = chat_to_responses(&chat);
+    let p = project_as(&body, RequestFormat::Auto);
+    check_any(&body, &p, RequestFormat::Auto);
+    let out: Value = serde_json::from_str(&p.body).unwrap();
+    let reasoning = |v: &Value| {
+        v["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "reasoning")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let original: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reasoning(&out), reasoning(&original));
+    assert!(!p.server_side_history);
+    // A follow-up turn: the older history is on the server; only the newest items are sent.
+    let mut follow: Value = serde_json::from_str(&body).unwrap();
+    let items = follow["input"].as_array().unwrap().clone();
+    let tail = items.len() - 5;
+    follow["input"] = Value::Array(items[tail..].to_vec());
+    follow["previous_response_id"] = "resp_123".into();
+    let follow = follow.to_string();
+    let p = project_as(&follow, RequestFormat::Auto);
+    assert!(p.server_side_history);
+    check_any(&follow, &p, RequestFormat::Auto);
+}
+
+#[test]
+fn nothing_to_collapse_round_trips_byte_for_byte() {
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let anthropic = read(&shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
+    let cut = |body: &str, list: &str, keep: usize| {
+        let mut v: Value = serde_json::from_str(body).unwrap();
+        v[list].as_array_mut().unwrap().truncate(keep);
+        // Pretty-printed, with its own key order, to see that bytes, not values, are kept.
+        serde_json::to_string_pretty(&v).unwrap()
+    };
+    let responses = chat_to_responses(&chat);
+    for (body, format) in [
+        (cut(&chat, "messages", 4), RequestFormat::OpenAiChat),
+        (cut(&anthropic, "messages", 3), RequestFormat::Anthropic),
+        (cut(&responses, "input", 5), RequestFormat::Responses),
+    ] {
+        let p = project_as(&body, RequestFormat::Auto);
+        assert_eq!(p.format, format);
+        assert_eq!(p.report.collapsed(), 0);
+        assert_eq!(p.body, body, "{format:?}");
+    }
+}
+
+/// A generated session in all three formats, from real recorded results.
+fn three_formats(steps: &[(usize, u8)]) -> Vec<(String, RequestFormat)> {
+    let chat = support_build(steps);
+    let v: Value = serde_json::from_str(&chat).unwrap();
+    let mut messages = Vec::new();
+    for m in v["messages"].as_array().unwrap() {
+        match m["role"].as_str() {
+            Some("assistant") => {
+                let calls: Vec<Value> = m["tool_calls"].as_array().unwrap().iter().map(|c| serde_json::json!({"type": "tool_use", "id": c["id"], "name": c["function"]["name"], "input": {}})).collect();
+                messages.push(serde_json::json!({"role": "assistant", "content": calls}));
+            }
+            Some("tool") => messages.push(serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}]})),
+            _ => messages.push(m.clone()),
+        }
+    }
+    let anthropic =
+        serde_json::json!({"model": "claude", "max_tokens": 1024, "messages": messages})
+            .to_string();
+    let responses = chat_to_responses(&chat);
+    vec![
+        (chat, RequestFormat::OpenAiChat),
+        (anthropic, RequestFormat::Anthropic),
+        (responses, RequestFormat::Responses),
+    ]
+}
+
+fn support_build(steps: &[(usize, u8)]) -> String {
+    let pool = pool();
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "do the task"})];
+    for &(i, id) in steps {
+        let (name, text) = &pool[i % pool.len()];
+        let id = format!("call_{id}");
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": text}));
+    }
+    serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string()
+}
+
+fn pool() -> Vec<(String, String)> {
+    let mut pool = Vec::new();
+    for dir in versions() {
+        for s in ["order", "rerender", "tabs_iframe"] {
+            let body = read(&dir.join(format!("{s}.openai.json")));
+            let msgs = messages(&body);
+            let names: std::collections::HashMap<String, String> = msgs
+                .iter()
+                .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+                .map(|c| {
+                    (
+                        c["id"].as_str().unwrap_or("").to_string(),
+                        c["function"]["name"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+            for m in msgs.iter().filter(|m| m["role"] == "tool") {
+                let id = m["tool_call_id"].as_str().unwrap_or("");
+                pool.push((
+                    names.get(id).cloned().unwrap_or_default(),
+                    m["content"].as_str().unwrap_or("").to_string(),
+                ));
+            }
+        }
+    }
+    pool
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn pairing_and_order_hold_in_every_format(steps in prop::collection::vec((any::<usize>(), 0u8..10), 1..16)) {
+        let mut collapsed = Vec::new();
+        for (body, format) in three_formats(&steps) {
+            let p = project_as(&body, RequestFormat::Auto);
+            prop_assert_eq!(p.format, format);
+            check_any(&body, &p, RequestFormat::Auto);
+            collapsed.push(collapsed_ids(&p));
+        }
+        prop_assert_eq!(&collapsed[0], &collapsed[1]);
+        prop_assert_eq!(&collapsed[0], &collapsed[2]);
+    }
+}
+
+#[test]
+fn chat_variants_parts_legacy_functions_custom_calls_and_wrapped_text() {
+    let tree = |title: &str| {
+        format!("### Page\n- Page URL: http://a.test/{title}\n- Page Title: {title}\n### Snapshot\n```yaml\n- button \"Go {title}\" [ref=e1]\n```")
+    };
+    let wrapped = serde_json::json!({"type": "text", "text": tree("C")}).to_string();
+    let body = serde_json::json!({"model": "gpt-4.1", "messages": [
+        {"role": "assistant", "content": null, "function_call": {"name": "browser_snapshot", "arguments": "{}"}},
+        {"role": "function", "name": "browser_snapshot", "content": [{"type": "text", "text": tree("A")}]},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "custom", "custom": {"name": "browser_navigate", "input": "http://a.test/B"}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": tree("B")}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c3", "type": "function", "function": {"name": "mcp__playwright__browser_click", "arguments": "{\"ref\":\"e1\"}"}}]},
+        {"role": "tool", "tool_call_id": "c3", "content": wrapped},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c4", "type": "function", "function": {"name": "browser_snapshot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c4", "content": tree("D")},
+    ]})
+    .to_string();
+    let p = project_as(&body, RequestFormat::Auto);
+    check_any(&body, &p, RequestFormat::Auto);
+    let statuses: Vec<Status> = p.report.results.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            Status::Collapsed,
+            Status::Collapsed,
+            Status::Collapsed,
+            Status::Live
+        ]
+    );
+    let out: Value = serde_json::from_str(&p.body).unwrap();
+    assert!(out["messages"][1]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[staleguard receipt]"));
+    assert_eq!(
+        out["messages"][3]["content"].as_array().unwrap().len(),
+        1,
+        "image dropped"
+    );
+    assert!(out["messages"][3]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("images_dropped=1"));
+    // The wrapped result stays wrapped: a string holding a text part.
+    let inner: Value =
+        serde_json::from_str(out["messages"][5]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(inner["type"], "text");
+    assert!(inner["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[staleguard receipt]"));
+}

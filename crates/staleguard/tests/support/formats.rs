@@ -1,0 +1,143 @@
+//! Format-neutral test support: where each wire format keeps tool result contents, the
+//! SPEC 2 invariant checker for any format, and a converter from recorded OpenAI Chat
+//! sessions to OpenAI Responses bodies.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use staleguard::{project_request, Config, Projected, RequestFormat};
+
+/// JSON pointers to every tool result content, in order: Chat `messages[i].content` of
+/// `role: tool`, Anthropic `messages[i].content[j].content` of `tool_result` blocks,
+/// Responses `input[i].output` of `function_call_output` items.
+pub fn result_slots(v: &Value) -> Vec<String> {
+    let mut slots = Vec::new();
+    for (i, m) in v["messages"].as_array().into_iter().flatten().enumerate() {
+        if m["role"] == "tool" || m["role"] == "function" {
+            slots.push(format!("/messages/{i}/content"));
+        }
+        for (j, b) in m["content"].as_array().into_iter().flatten().enumerate() {
+            if b["type"] == "tool_result" {
+                slots.push(format!("/messages/{i}/content/{j}/content"));
+            }
+        }
+    }
+    for (i, item) in v["input"].as_array().into_iter().flatten().enumerate() {
+        if item["type"] == "function_call_output" {
+            slots.push(format!("/input/{i}/output"));
+        }
+    }
+    slots
+}
+
+/// The text of a content value (string, text parts joined, or a string holding JSON text
+/// parts, as some agent SDKs forward MCP results).
+pub fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(inner @ (Value::Object(_) | Value::Array(_))) if s.contains("\"text\"") => {
+                text_of(&match inner {
+                    Value::Object(_) => Value::Array(vec![inner]),
+                    other => other,
+                })
+            }
+            _ => s.clone(),
+        },
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+pub fn project_as(body: &str, format: RequestFormat) -> Projected {
+    let config = Config {
+        browser_history_compaction: true,
+        ..Config::default()
+    };
+    project_request(body, format, &config).expect("projects")
+}
+
+/// Every SPEC 2 invariant one projection can show, for any format: only result contents
+/// change; each changed one is a receipt or the original with our parts after it; every
+/// other byte and key order is kept; projecting again changes nothing.
+pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
+    let before: Value = serde_json::from_str(input).expect("valid JSON in");
+    let mut after: Value = serde_json::from_str(&p.body).expect("valid JSON out");
+    let slots = result_slots(&before);
+    assert_eq!(slots, result_slots(&after), "results stay where they were");
+    let mut collapsed = 0;
+    for slot in &slots {
+        let (b, a) = (
+            &before.pointer(slot).cloned().unwrap(),
+            after.pointer(slot).cloned().unwrap(),
+        );
+        if *b == a {
+            continue;
+        }
+        let text = text_of(&a);
+        if text.starts_with(staleguard::receipt::RECEIPT_TAG) {
+            collapsed += 1;
+            let receipt = text.lines().next().unwrap_or("");
+            assert!(receipt.len() <= 512);
+            assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
+            assert!(!staleguard::neutralise::has_ref_token(&text), "{text}");
+        } else {
+            let parts = a.as_array().expect("appended parts");
+            let own = match b {
+                Value::Array(own) => {
+                    assert_eq!(own[..], parts[..own.len()]);
+                    own.len()
+                }
+                own => {
+                    assert_eq!(own, &parts[0]["text"]);
+                    1
+                }
+            };
+            for part in &parts[own..] {
+                let t = part["text"].as_str().unwrap_or("");
+                assert!(staleguard::appendix::is_appendix(t), "{t}");
+                assert!(!staleguard::neutralise::has_ref_token(t), "{t}");
+            }
+        }
+    }
+    assert_eq!(collapsed, p.report.collapsed());
+    for slot in &slots {
+        *after.pointer_mut(slot).unwrap() = before.pointer(slot).cloned().unwrap();
+    }
+    assert_eq!(
+        serde_json::to_string(&before).ok(),
+        serde_json::to_string(&after).ok(),
+        "all else kept, in order"
+    );
+    let again = project_as(&p.body, format);
+    assert_eq!(again.body, p.body, "idempotent");
+}
+
+/// A recorded OpenAI Chat session as an OpenAI Responses body, with a reasoning item
+/// (encrypted) before every turn of tool calls.
+pub fn chat_to_responses(chat: &str) -> String {
+    let v: Value = serde_json::from_str(chat).expect("chat JSON");
+    let mut input = Vec::new();
+    for (n, m) in v["messages"].as_array().into_iter().flatten().enumerate() {
+        let text = text_of(&m["content"]);
+        match m["role"].as_str() {
+            Some("system") | Some("user") => input.push(json!({"type": "message", "role": m["role"], "content": [{"type": "input_text", "text": text}]})),
+            Some("assistant") => {
+                if m["tool_calls"].is_array() {
+                    input.push(json!({"type": "reasoning", "id": format!("rs_{n}"), "summary": [], "encrypted_content": format!("gAAAA{n}secret")}));
+                }
+                if !text.is_empty() {
+                    input.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}));
+                }
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    input.push(json!({"type": "function_call", "call_id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"], "id": format!("fc_{}", c["id"].as_str().unwrap_or(""))}));
+                }
+            }
+            Some("tool") => input.push(json!({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})),
+            _ => {}
+        }
+    }
+    json!({"model": "gpt-4.1", "input": input, "store": false, "include": ["reasoning.encrypted_content"]}).to_string()
+}
