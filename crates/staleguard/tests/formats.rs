@@ -34,6 +34,18 @@ fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
         .collect()
 }
 
+/// The guard's verdict on every browser call, by call ID.
+fn verdicts(body: &str) -> Vec<(String, bool)> {
+    let t = staleguard::adapter::read_transcript(body).expect("reads");
+    staleguard::guard::verdicts(&t, &on())
+        .into_iter()
+        .filter_map(|(item, v)| match &t.items[item] {
+            staleguard::Item::Call(c) => Some((c.id.to_string(), v.is_allowed())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn stall_steps(body: &str) -> Vec<u32> {
     let t = staleguard::adapter::read_transcript(body).expect("reads");
     staleguard::progress::track(&t, &on())
@@ -80,6 +92,8 @@ fn anthropic_and_responses_match_openai_on_every_recorded_session() {
                 "{name}: stalls at the same steps"
             );
             assert_eq!(stall_steps(&responses), stall_steps(&chat), "{name}");
+            assert_eq!(verdicts(&anthropic), verdicts(&chat), "{name}: the guard says the same");
+            assert_eq!(verdicts(&responses), verdicts(&chat), "{name}");
         }
     }
 }
