@@ -1,6 +1,7 @@
 //! The `staleguard` command.
 
 mod inspect;
+mod proxy;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,8 @@ enum Command {
         #[arg(long, default_value = "openai")]
         format: String,
     },
+    /// A drop-in HTTP proxy for OpenAI and Anthropic APIs: point an agent's base URL here.
+    Proxy(proxy::ProxyArgs),
     /// Ask the guard about one proposed browser call, given the request it would follow.
     /// Exits 0 to allow and 3 to refuse, with the refusal text on standard output.
     CheckCall {
@@ -78,7 +81,7 @@ struct InputArgs {
 
 /// A failure the user can act on: printed as one line, exit code 2; or an exit code whose
 /// message is already written.
-enum Failure {
+pub(crate) enum Failure {
     Message(String),
     Exit(u8),
 }
@@ -121,6 +124,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Demo { format } => demo(&format),
         Command::CheckCall { call, input } => check_call(&call, &input),
+        Command::Proxy(args) => proxy::run(args),
     }
 }
 
@@ -189,7 +193,7 @@ fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {
     })
 }
 
-fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
+pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
     let default = Path::new("staleguard.toml");
     let file = match path {
         Some(p) => Some((p, read_file(p)?)),

@@ -25,6 +25,24 @@ pub struct Config {
     pub request_budget_bytes: Option<usize>,
     /// Tool name patterns (`*` wildcards) that make a call a browser call.
     pub browser_tools: Vec<String>,
+    /// The `[proxy]` table, for `staleguard proxy` (its flags win).
+    pub proxy: ProxyConfig,
+}
+
+/// Settings of the HTTP proxy from the `[proxy]` table. Unset keys take the proxy's
+/// defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    pub listen: Option<String>,
+    pub upstream: Option<String>,
+    /// `/prefix=URL` routes.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    pub fail_closed: Option<bool>,
+    pub max_body_bytes: Option<usize>,
+    pub upstream_timeout_secs: Option<u64>,
+    pub log_json: Option<bool>,
 }
 
 impl Default for Config {
@@ -43,6 +61,7 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            proxy: ProxyConfig::default(),
         }
     }
 }
@@ -61,6 +80,7 @@ struct FileLayer {
     evidence_max_quote_bytes: Option<usize>,
     request_budget_bytes: Option<usize>,
     browser_tools: Option<Vec<String>>,
+    proxy: Option<ProxyConfig>,
 }
 
 /// An on/off value in the file: a TOML boolean or one of the on/off words.
@@ -144,6 +164,7 @@ impl Config {
             self.request_budget_bytes = layer.request_budget_bytes;
         }
         set(&mut self.browser_tools, layer.browser_tools);
+        set(&mut self.proxy, layer.proxy);
         Ok(())
     }
 
@@ -291,6 +312,16 @@ mod tests {
         assert_eq!(c.browser_tools, vec!["my_browser".to_string()]);
         let c = Config::load(Some(file), env_of(&[("STALEGUARD_MAX_REPEATS", "7")])).unwrap();
         assert_eq!(c.max_repeats, 7);
+    }
+
+    #[test]
+    fn proxy_table() {
+        let file = "[proxy]\nlisten = \"127.0.0.1:9000\"\nroutes = [\"/openai=https://api.openai.com\"]\nfail_closed = true";
+        let c = Config::load(Some(file), env_of(&[])).unwrap();
+        assert_eq!(c.proxy.listen.as_deref(), Some("127.0.0.1:9000"));
+        assert_eq!(c.proxy.routes, ["/openai=https://api.openai.com"]);
+        assert_eq!(c.proxy.fail_closed, Some(true));
+        assert!(Config::load(Some("[proxy]\nlisen = \"x\""), env_of(&[])).is_err());
     }
 
     #[test]

@@ -1,0 +1,162 @@
+//! `staleguard proxy`: flags and config into proxy settings, logging, signals.
+
+use std::time::Duration;
+
+use staleguard_proxy::{Route, Routes, Settings};
+
+use crate::Failure;
+
+/// Flags of `staleguard proxy`; each overrides the `[proxy]` table of the config.
+#[derive(clap::Args)]
+pub struct ProxyArgs {
+    /// Address to listen on (default 127.0.0.1:8787).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Send every request to this origin (http:// or https://).
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Send requests under PREFIX to URL, without the prefix: `/openai=https://api.openai.com`.
+    #[arg(long = "route", value_name = "PREFIX=URL")]
+    routes: Vec<String>,
+    /// Answer 400 to a model request whose body cannot be read, instead of forwarding it.
+    #[arg(long)]
+    fail_closed: bool,
+    /// Largest request body accepted (default 64 MiB); larger ones get 413.
+    #[arg(long, value_name = "N")]
+    max_body_bytes: Option<usize>,
+    /// Seconds the upstream may take to start answering (default 600); then 504.
+    #[arg(long, value_name = "SECS")]
+    upstream_timeout_secs: Option<u64>,
+    /// Log one JSON object per line.
+    #[arg(long)]
+    log_json: bool,
+    /// Config file (default: ./staleguard.toml when it exists).
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+}
+
+const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+pub fn run(args: ProxyArgs) -> Result<(), Failure> {
+    let config = crate::load_config(args.config.as_deref())?;
+    let file = config.proxy.clone();
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let settings = Settings {
+        routes: routes(
+            args.upstream.or(file.upstream),
+            if args.routes.is_empty() {
+                file.routes
+            } else {
+                args.routes
+            },
+        )?,
+        fail_closed: args.fail_closed || file.fail_closed.unwrap_or(false),
+        max_body_bytes: args
+            .max_body_bytes
+            .or(file.max_body_bytes)
+            .unwrap_or(64 * 1024 * 1024),
+        upstream_timeout: Duration::from_secs(
+            args.upstream_timeout_secs
+                .or(file.upstream_timeout_secs)
+                .unwrap_or(600),
+        ),
+        staleguard: config,
+    };
+    init_logging(args.log_json || file.log_json.unwrap_or(false));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Message(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| Failure::Message(format!("cannot listen on {listen}: {e}")))?;
+        let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
+        eprintln!("{}", startup_line(&local, &settings));
+        if !settings.staleguard.browser_history_compaction {
+            eprintln!("staleguard proxy: warning: browser history compaction is off (set BROWSER_HISTORY_COMPACTION=on or browser_history_compaction = true); requests pass through unchanged");
+        }
+        staleguard_proxy::serve(settings, listener, shutdown_signal())
+            .await
+            .map_err(|e| Failure::Message(format!("proxy stopped: {e}")))
+    })
+}
+
+fn routes(upstream: Option<String>, routes: Vec<String>) -> Result<Routes, Failure> {
+    let mut all = Vec::new();
+    if let Some(u) = upstream {
+        all.push(Route::everything(&u).map_err(Failure::Message)?);
+    }
+    for r in routes {
+        all.push(Route::parse(&r).map_err(Failure::Message)?);
+    }
+    if all.is_empty() {
+        return Err(Failure::Message("give --upstream URL or --route PREFIX=URL (or [proxy] upstream / routes in the config)".into()));
+    }
+    Ok(Routes(all))
+}
+
+fn startup_line(listen: &str, s: &Settings) -> String {
+    let on = |b: bool| if b { "on" } else { "off" };
+    let c = &s.staleguard;
+    let routes: Vec<String> = s
+        .routes
+        .0
+        .iter()
+        .map(|r| {
+            format!(
+                "{} -> {}",
+                if r.prefix.is_empty() { "/" } else { &r.prefix },
+                r.upstream
+            )
+        })
+        .collect();
+    format!(
+        "staleguard proxy on http://{listen} [{}]; compaction {}, evidence {}, progress {}; {}; max body {} bytes; upstream timeout {} s",
+        routes.join(", "),
+        on(c.browser_history_compaction),
+        on(c.evidence_enabled()),
+        on(c.progress_enabled()),
+        if s.fail_closed { "fail-closed" } else { "fail-open" },
+        s.max_body_bytes,
+        s.upstream_timeout.as_secs()
+    )
+}
+
+fn init_logging(json: bool) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false);
+    // A subscriber set twice (tests) is not an error worth stopping for.
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// Resolves on SIGTERM or Ctrl-C; the server then finishes the streams in flight.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

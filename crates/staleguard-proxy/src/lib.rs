@@ -1,0 +1,359 @@
+//! `staleguard proxy`: a drop-in HTTP proxy for the OpenAI and Anthropic APIs.
+//!
+//! Point an agent's base URL here. Model requests (`POST .../chat/completions`,
+//! `.../responses`, `.../messages`, `.../messages/count_tokens`) are projected by the
+//! staleguard core before they go upstream; every other request passes through byte for
+//! byte, and every response, SSE included, streams back chunk by chunk. The proxy keeps no
+//! state between requests, so any number of them can run behind a load balancer.
+
+mod route;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use futures_util::TryStreamExt;
+use staleguard::{project_request, Config, RequestFormat};
+
+pub use route::{Route, Routes};
+
+/// Everything the proxy needs to run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub routes: Routes,
+    /// Answer 400 to a model request whose body cannot be read, instead of forwarding it.
+    pub fail_closed: bool,
+    pub max_body_bytes: usize,
+    /// How long the upstream may take to start its response.
+    pub upstream_timeout: Duration,
+    pub staleguard: Config,
+}
+
+struct Shared {
+    settings: Settings,
+    client: reqwest::Client,
+}
+
+/// Serves on `listener` until `shutdown` resolves; requests in flight, streams included,
+/// are finished first.
+pub async fn serve(
+    settings: Settings,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|e| std::io::Error::other(format!("HTTP client: {e}")))?;
+    let app = app(settings, client);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
+/// The proxy as a plain axum router: one handler for every path and method.
+pub fn app(settings: Settings, client: reqwest::Client) -> Router {
+    Router::new()
+        .fallback(handle)
+        .with_state(Arc::new(Shared { settings, client }))
+}
+
+/// What the proxy did with a request body, for the response header and the log.
+enum Outcome {
+    Projected {
+        collapsed: usize,
+        saved: i64,
+        format: RequestFormat,
+    },
+    Passthrough(&'static str),
+    Untouched,
+}
+
+impl Outcome {
+    fn header(&self) -> Option<HeaderValue> {
+        let text = match self {
+            Outcome::Projected {
+                collapsed, saved, ..
+            } => {
+                format!("projected; collapsed={collapsed}; saved_bytes={saved}")
+            }
+            Outcome::Passthrough(reason) => format!("passthrough; reason={reason}"),
+            Outcome::Untouched => return None,
+        };
+        HeaderValue::from_str(&text).ok()
+    }
+
+    fn format(&self) -> &'static str {
+        match self {
+            Outcome::Projected { format, .. } => format.name(),
+            _ => "-",
+        }
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let started = Instant::now();
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_string();
+    let Some(target) = shared.settings.routes.target(&parts.uri) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no_route",
+            &format!("no upstream route for {path}"),
+        );
+    };
+    let body = match axum::body::to_bytes(body, shared.settings.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            let limit = shared.settings.max_body_bytes;
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &format!("request body is over {limit} bytes"),
+            );
+        }
+    };
+    let bytes_in = body.len();
+    let mut headers = forwarded_headers(&parts.headers);
+    let (body, outcome) = match model_format(&parts.method, target.path()) {
+        Some(format) => match rewrite(&shared.settings, &mut headers, body, format).await {
+            Ok(rewritten) => rewritten,
+            Err(response) => return response,
+        },
+        None => (body, Outcome::Untouched),
+    };
+    let bytes_out = body.len();
+    let response = forward(
+        &shared,
+        parts.method.clone(),
+        target.as_str(),
+        headers,
+        body,
+        &outcome,
+    )
+    .await;
+    tracing::info!(
+        method = %parts.method,
+        path = %path,
+        format = outcome.format(),
+        bytes_in,
+        bytes_out,
+        collapsed = match &outcome { Outcome::Projected { collapsed, .. } => *collapsed, _ => 0 },
+        status = response.status().as_u16(),
+        latency_ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    response
+}
+
+/// The request format a model endpoint takes, for a `POST` to one.
+fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
+    if method != Method::POST {
+        return None;
+    }
+    let path = path.trim_end_matches('/');
+    if path.ends_with("/chat/completions") {
+        Some(RequestFormat::OpenAiChat)
+    } else if path.ends_with("/responses") {
+        Some(RequestFormat::Responses)
+    } else if path.ends_with("/messages") || path.ends_with("/messages/count_tokens") {
+        Some(RequestFormat::Anthropic)
+    } else {
+        None
+    }
+}
+
+/// Decodes and projects a model request body. A body that cannot be read goes upstream
+/// unchanged (fail-open), or is refused with 400 (fail-closed).
+async fn rewrite(
+    settings: &Settings,
+    headers: &mut HeaderMap,
+    body: Bytes,
+    format: RequestFormat,
+) -> Result<(Bytes, Outcome), Response> {
+    if !settings.staleguard.browser_history_compaction {
+        return Ok((body, Outcome::Untouched));
+    }
+    // Fail-closed refuses; fail-open goes on with the body as it came.
+    let refuse = |reason: &'static str, message: String| -> Result<(), Response> {
+        if settings.fail_closed {
+            Err(error(StatusCode::BAD_REQUEST, reason, &message))
+        } else {
+            Ok(())
+        }
+    };
+    let plain = match decode(headers, &body, settings.max_body_bytes) {
+        Ok(plain) => plain,
+        Err(message) => {
+            return refuse("undecodable_body", message)
+                .map(|_| (body, Outcome::Passthrough("undecodable-body")));
+        }
+    };
+    let config = settings.staleguard.clone();
+    let projected = tokio::task::spawn_blocking(move || {
+        let text = std::str::from_utf8(&plain).map_err(|e| format!("body is not UTF-8: {e}"))?;
+        let projected = project_request(text, format, &config).map_err(|e| e.to_string())?;
+        Ok::<_, String>((plain.len(), projected))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("projection task failed: {e}")));
+    match projected {
+        Ok((len, p)) => {
+            headers.remove(header::CONTENT_ENCODING);
+            let saved = len as i64 - p.body.len() as i64;
+            let outcome = Outcome::Projected {
+                collapsed: p.report.collapsed(),
+                saved,
+                format: p.format,
+            };
+            Ok((Bytes::from(p.body), outcome))
+        }
+        Err(message) => refuse("unreadable_body", message)
+            .map(|_| (body, Outcome::Passthrough("unreadable-body"))),
+    }
+}
+
+/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
+fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, String> {
+    use std::io::Read;
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity");
+    let mut out = Vec::new();
+    let read = match encoding.trim().to_ascii_lowercase().as_str() {
+        "identity" | "" => return Ok(body.clone()),
+        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
+            .take(limit as u64 + 1)
+            .read_to_end(&mut out),
+        "zstd" => zstd::stream::read::Decoder::new(&body[..])
+            .and_then(|d| d.take(limit as u64 + 1).read_to_end(&mut out)),
+        other => return Err(format!("unsupported Content-Encoding {other:?}")),
+    };
+    read.map_err(|e| format!("cannot decode the {encoding} body: {e}"))?;
+    if out.len() > limit {
+        return Err(format!("decoded body is over {limit} bytes"));
+    }
+    Ok(Bytes::from(out))
+}
+
+/// Hop-by-hop headers and those the proxy sets itself.
+const DROPPED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        if !DROPPED.contains(&name.as_str()) {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// Sends the request upstream and streams its answer back.
+async fn forward(
+    shared: &Shared,
+    method: Method,
+    url: &str,
+    headers: HeaderMap,
+    body: Bytes,
+    outcome: &Outcome,
+) -> Response {
+    let request = shared
+        .client
+        .request(method, url)
+        .headers(headers)
+        .body(body);
+    let sent = tokio::time::timeout(shared.settings.upstream_timeout, request.send()).await;
+    let upstream = match sent {
+        Err(_) => {
+            let secs = shared.settings.upstream_timeout.as_secs_f64();
+            return error(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                &format!("the upstream did not answer within {secs} s"),
+            );
+        }
+        Ok(Err(e)) => {
+            return error(
+                StatusCode::BAD_GATEWAY,
+                "upstream_unreachable",
+                &describe(&e),
+            )
+        }
+        Ok(Ok(response)) => response,
+    };
+    let mut response = Response::builder().status(upstream.status());
+    if let Some(headers) = response.headers_mut() {
+        for (name, value) in upstream.headers() {
+            if !DROPPED.contains(&name.as_str()) || name == header::CONTENT_LENGTH {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        if let Some(value) = outcome.header() {
+            headers.insert(HeaderName::from_static("x-staleguard"), value);
+        }
+    }
+    let stream = upstream.bytes_stream().map_err(std::io::Error::other);
+    response
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| {
+            error(
+                StatusCode::BAD_GATEWAY,
+                "bad_upstream_response",
+                &e.to_string(),
+            )
+        })
+}
+
+/// An upstream error without URLs' credentials or request details.
+fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_connect() {
+        "cannot connect to the upstream"
+    } else if e.is_timeout() {
+        "the upstream timed out"
+    } else {
+        "the upstream request failed"
+    };
+    let mut source = std::error::Error::source(e);
+    let mut cause = String::new();
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    if cause.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {cause}")
+    }
+}
+
+/// A JSON error answer in the shape both providers use.
+fn error(status: StatusCode, kind: &str, message: &str) -> Response {
+    let body = serde_json::json!({"error": {"type": kind, "message": message, "source": "staleguard-proxy"}});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
