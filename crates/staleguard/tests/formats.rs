@@ -92,7 +92,11 @@ fn anthropic_and_responses_match_openai_on_every_recorded_session() {
                 "{name}: stalls at the same steps"
             );
             assert_eq!(stall_steps(&responses), stall_steps(&chat), "{name}");
-            assert_eq!(verdicts(&anthropic), verdicts(&chat), "{name}: the guard says the same");
+            assert_eq!(
+                verdicts(&anthropic),
+                verdicts(&chat),
+                "{name}: the guard says the same"
+            );
             assert_eq!(verdicts(&responses), verdicts(&chat), "{name}");
         }
     }
