@@ -22,7 +22,8 @@ fn request() -> String {
     let mut round = 0;
     while serde_json::to_string(&messages).map_or(0, |s| s.len()) < TARGET_BYTES {
         for s in ["order", "research", "rerender", "tabs_iframe"] {
-            let text = std::fs::read_to_string(root.join(format!("{s}.openai.json"))).expect("fixture");
+            let text =
+                std::fs::read_to_string(root.join(format!("{s}.openai.json"))).expect("fixture");
             let v: Value = serde_json::from_str(&text).expect("JSON");
             for mut m in v["messages"].as_array().cloned().unwrap_or_default() {
                 if let Some(id) = m["tool_call_id"].as_str() {
@@ -48,16 +49,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let up_addr = upstream.local_addr().expect("addr");
     let scripted = Router::new().fallback(|body: Bytes| async move {
         format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"received {} bytes"}},"finish_reason":"stop"}}]}}"#, body.len())
     });
     tokio::spawn(async move { axum::serve(upstream, scripted).await });
-    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let proxy_addr = proxy.local_addr().expect("addr");
     let settings = Settings {
-        routes: Routes(vec![Route::everything(&format!("http://{up_addr}")).expect("route")]),
+        routes: Routes(vec![
+            Route::everything(&format!("http://{up_addr}")).expect("route")
+        ]),
         fail_closed: false,
         max_body_bytes: 64 << 20,
         upstream_timeout: Duration::from_secs(30),
@@ -68,14 +75,24 @@ async fn main() {
             ..Config::default()
         },
     };
-    tokio::spawn(staleguard_proxy::serve(settings, proxy, std::future::pending()));
+    tokio::spawn(staleguard_proxy::serve(
+        settings,
+        proxy,
+        std::future::pending(),
+    ));
     let body = request();
     let client = reqwest::Client::new();
     let send = |addr: std::net::SocketAddr| {
         let (client, body) = (client.clone(), body.clone());
         async move {
             let t = Instant::now();
-            let r = client.post(format!("http://{addr}/v1/chat/completions")).header("content-type", "application/json").body(body).send().await.expect("send");
+            let r = client
+                .post(format!("http://{addr}/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .expect("send");
             let _ = r.bytes().await.expect("body");
             t.elapsed()
         }
@@ -92,10 +109,18 @@ async fn main() {
     direct.sort();
     proxied.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("{} byte request, {ROUNDS} rounds, direct and through the proxy interleaved:", body.len());
+    println!(
+        "{} byte request, {ROUNDS} rounds, direct and through the proxy interleaved:",
+        body.len()
+    );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
         let (d, x) = (percentile(&direct, p), percentile(&proxied, p));
-        println!("  {name}: direct {:.2} ms, proxy {:.2} ms, added {:.2} ms", ms(d), ms(x), ms(x) - ms(d));
+        println!(
+            "  {name}: direct {:.2} ms, proxy {:.2} ms, added {:.2} ms",
+            ms(d),
+            ms(x),
+            ms(x) - ms(d)
+        );
     }
     let t = Instant::now();
     let n = 100;
@@ -103,5 +128,8 @@ async fn main() {
     for task in tasks {
         task.await.expect("task");
     }
-    println!("  throughput: {:.0} requests/s through the proxy ({n} concurrent 1 MB requests)", n as f64 / t.elapsed().as_secs_f64());
+    println!(
+        "  throughput: {:.0} requests/s through the proxy ({n} concurrent 1 MB requests)",
+        n as f64 / t.elapsed().as_secs_f64()
+    );
 }

@@ -170,6 +170,8 @@ fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
     }
 }
 
+// The error is the response to send, built once per refused request: its size is no cost.
+#[allow(clippy::result_large_err)]
 /// Decodes and projects a model request body. A body that cannot be read goes upstream
 /// unchanged (fail-open), or is refused with 400 (fail-closed).
 async fn rewrite(
@@ -191,7 +193,15 @@ async fn rewrite(
     };
     let plain = match decode(headers, &body, settings.max_body_bytes) {
         Ok(plain) => plain,
-        Err(message) => {
+        Err(Decode::TooLarge(limit)) => {
+            let message = format!("decoded request body is over {limit} bytes");
+            return Err(error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &message,
+            ));
+        }
+        Err(Decode::Failed(message)) => {
             return refuse("undecodable_body", message)
                 .map(|_| (body, Outcome::Passthrough("undecodable-body")));
         }
@@ -220,8 +230,15 @@ async fn rewrite(
     }
 }
 
+/// Why a body could not be decoded.
+enum Decode {
+    /// It decodes to more than the limit: refused like a plain body over it.
+    TooLarge(usize),
+    Failed(String),
+}
+
 /// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
-fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, String> {
+fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
     use std::io::Read;
     let encoding = headers
         .get(header::CONTENT_ENCODING)
@@ -235,11 +252,15 @@ fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Stri
             .read_to_end(&mut out),
         "zstd" => zstd::stream::read::Decoder::new(&body[..])
             .and_then(|d| d.take(limit as u64 + 1).read_to_end(&mut out)),
-        other => return Err(format!("unsupported Content-Encoding {other:?}")),
+        other => {
+            return Err(Decode::Failed(format!(
+                "unsupported Content-Encoding {other:?}"
+            )))
+        }
     };
-    read.map_err(|e| format!("cannot decode the {encoding} body: {e}"))?;
+    read.map_err(|e| Decode::Failed(format!("cannot decode the {encoding} body: {e}")))?;
     if out.len() > limit {
-        return Err(format!("decoded body is over {limit} bytes"));
+        return Err(Decode::TooLarge(limit));
     }
     Ok(Bytes::from(out))
 }

@@ -207,18 +207,17 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
         .collect();
     let frequency = document_frequency(collapsed.iter().chain(live));
     let question = words(context.question);
-    let mut later_cache: HashMap<usize, HashSet<String>> = HashMap::new();
+    let last_use = last_use(context);
     let unique = unique_chunks(collapsed);
     let mut scores: Vec<u32> = unique
         .iter()
         .map(|&(oldest, chunk)| {
+            let words = words(&chunk.text);
             // The model may have used the fact after any copy of the chunk: count from the oldest.
-            let later = later_cache
-                .entry(oldest)
-                .or_insert_with(|| later_words(context, oldest));
+            let used = |w: &str| last_use.get(w).is_some_and(|&at| at > oldest);
             // What is asked now weighs more than what was used before.
-            relevance(&chunk.text, &frequency, |w| later.contains(w))
-                + 3 * relevance(&chunk.text, &frequency, |w| question.contains(w))
+            relevance(&words, &frequency, used)
+                + 3 * relevance(&words, &frequency, |w| question.contains(w))
         })
         .collect();
     spread_to_neighbours(&unique, &mut scores);
@@ -250,9 +249,13 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
         .collect()
 }
 
-/// Weight of the rare words of `text` that `wanted` accepts: rarer words weigh more.
-fn relevance(text: &str, frequency: &HashMap<String, usize>, wanted: impl Fn(&str) -> bool) -> u32 {
-    words(text)
+/// Weight of the rare `words` that `wanted` accepts: rarer words weigh more.
+fn relevance(
+    words: &HashSet<String>,
+    frequency: &HashMap<String, usize>,
+    wanted: impl Fn(&str) -> bool,
+) -> u32 {
+    words
         .iter()
         .filter(|w| wanted(w))
         .filter_map(|w| {
@@ -312,13 +315,17 @@ fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)>
     unique
 }
 
-fn later_words(context: &Context<'_>, position: usize) -> HashSet<String> {
-    context
-        .model_text
-        .iter()
-        .filter(|(at, _)| *at > position)
-        .flat_map(|(_, text)| words(text))
-        .collect()
+/// For every word the model wrote (text or tool arguments), the last position it wrote it
+/// at: a chunk was used later when one of its words was written after it.
+fn last_use(context: &Context<'_>) -> HashMap<String, usize> {
+    let mut last = HashMap::new();
+    for (at, text) in &context.model_text {
+        for w in words(text) {
+            let slot = last.entry(w).or_insert(*at);
+            *slot = (*slot).max(*at);
+        }
+    }
+    last
 }
 
 /// In how many distinct chunks each word occurs.

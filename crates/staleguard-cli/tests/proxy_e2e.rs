@@ -1,0 +1,1303 @@
+//! `staleguard proxy` end to end, with real clients: the official `openai` and `anthropic`
+//! Python SDKs (`tests/proxy/clients.py`) talk to the proxy, and a scripted model
+//! (`tests/proxy/upstream.py`) stands in for the provider and records what it received.
+//!
+//! Needs `python3` with `pip install openai anthropic zstandard`. Without them every test
+//! fails with a message saying so: these tests never skip.
+//!
+//! Every test has its own scripted model and its own proxy on their own ports. What the SDK
+//! sends is learned by sending the same call straight to the scripted model first; the proxy
+//! must then forward exactly `staleguard project` of those bytes.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const OPENAI_KEY: &str = "sk-test-secret";
+const ANTHROPIC_KEY: &str = "sk-ant-test-secret";
+/// The scripted model's pause between SSE events, in seconds.
+const PAUSE: f64 = 0.3;
+/// SSE events the scripted model sends for a Chat Completions stream, as the SDK counts them.
+const CHAT_STREAM_EVENTS: u64 = 5;
+
+// ------------------------------------------------------------------------------------------
+// Paths, prerequisites, scratch directories
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn script(name: &str) -> PathBuf {
+    let path = repo().join("tests/proxy").join(name);
+    assert!(path.is_file(), "missing {}", path.display());
+    path
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(rel);
+    assert!(path.is_file(), "missing fixture {}", path.display());
+    path
+}
+
+/// python3 with the SDKs, checked once per test binary. Missing means FAIL, never skip.
+fn require_python() {
+    static READY: OnceLock<Result<(), String>> = OnceLock::new();
+    let ready = READY.get_or_init(|| {
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import openai, anthropic, zstandard; print(openai.__version__, anthropic.__version__)",
+            ])
+            .output()
+            .map_err(|e| format!("cannot run python3: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "python3 cannot import the SDKs: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    });
+    if let Err(why) = ready {
+        panic!(
+            "the proxy end-to-end tests need python3 and `pip install openai anthropic zstandard`: {why}"
+        );
+    }
+}
+
+/// A scratch directory for one test; kept (and named) when the test fails.
+struct Work {
+    dir: PathBuf,
+    files: AtomicUsize,
+}
+
+impl Work {
+    fn new(name: &str) -> Work {
+        require_python();
+        let dir = std::env::temp_dir().join(format!(
+            "staleguard-proxy-e2e-{}-{name}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create scratch dir");
+        Work {
+            dir,
+            files: AtomicUsize::new(0),
+        }
+    }
+
+    fn file(&self, stem: &str, data: &[u8]) -> PathBuf {
+        let n = self.files.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("{n:03}-{stem}"));
+        fs::write(&path, data).expect("write scratch file");
+        path
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("scratch files kept in {}", self.dir.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().unwrap().port()
+}
+
+/// A child process that is killed when the guard goes.
+struct Running {
+    child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command to its end within `limit`, killing it otherwise. Returns (status, stdout, stderr).
+fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> (bool, String, String) {
+    let mut child = Running {
+        child: cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}")),
+    };
+    let mut out = child.child.stdout.take().unwrap();
+    let mut err = child.child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.child.kill();
+            let _ = child.child.wait();
+            let err = err_reader.join().unwrap_or_default();
+            panic!("{what} did not finish within {limit:?}; stderr:\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status.success(),
+        out_reader.join().unwrap_or_default(),
+        err_reader.join().unwrap_or_default(),
+    )
+}
+
+// ------------------------------------------------------------------------------------------
+// Plain HTTP over std TcpStream
+
+struct RawResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl RawResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> RawResponse {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect 127.0.0.1:{port}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut data = Vec::new();
+    stream
+        .read_to_end(&mut data)
+        .unwrap_or_else(|e| panic!("read response from {port}{path}: {e}"));
+    let split = data
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(&data)));
+    let head = String::from_utf8_lossy(&data[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line in {head:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = data[split + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked")
+    });
+    if chunked {
+        body = dechunk(&body);
+    }
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&data[..eol]);
+        let size =
+            usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap_or(0);
+        if size == 0 || data.len() < eol + 2 + size {
+            return out;
+        }
+        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
+        data = &data[(eol + 4 + size).min(data.len())..];
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The scripted model
+
+struct Upstream {
+    _proc: Running,
+    port: u16,
+}
+
+/// Starts `upstream.py` on `port` (0: any free port).
+fn start_upstream(port: u16) -> Upstream {
+    let mut child = Command::new("python3")
+        .arg(script("upstream.py"))
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start python3 tests/proxy/upstream.py");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("read the scripted model's port");
+    let port: u16 = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("upstream.py printed {line:?}, not a port"));
+    Upstream {
+        _proc: Running { child },
+        port,
+    }
+}
+
+impl Upstream {
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn v1(&self) -> String {
+        format!("{}/v1", self.origin())
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        let r = http(self.port, "GET", "/_requests", &[], b"");
+        assert_eq!(r.status, 200);
+        serde_json::from_slice(&r.body).expect("/_requests is JSON")
+    }
+
+    fn reset(&self) {
+        assert_eq!(http(self.port, "POST", "/_reset", &[], b"").status, 200);
+    }
+}
+
+fn rec_body(rec: &Value) -> &str {
+    rec["body"].as_str().expect("recorded body")
+}
+
+fn rec_header<'a>(rec: &'a Value, name: &str) -> Option<&'a str> {
+    rec["headers"].as_array()?.iter().find_map(|pair| {
+        let k = pair[0].as_str()?;
+        k.eq_ignore_ascii_case(name)
+            .then(|| pair[1].as_str())
+            .flatten()
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// The proxy
+
+struct Proxy {
+    proc: Option<Running>,
+    port: u16,
+    log: PathBuf,
+}
+
+fn start_proxy(work: &Work, upstream: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Proxy {
+    let port = free_port();
+    let log = work.dir.join(format!("proxy-{port}.stderr"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_staleguard"));
+    cmd.arg("proxy")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(&work.dir)
+        .env("BROWSER_HISTORY_COMPACTION", "on")
+        .env_remove("BROWSER_EVIDENCE_RETENTION")
+        .env_remove("BROWSER_PROGRESS_TRACKING");
+    if let Some(url) = upstream {
+        cmd.args(["--upstream", url]);
+    }
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(
+            fs::File::create(work.dir.join("proxy.stdout")).unwrap(),
+        ))
+        .stderr(Stdio::from(fs::File::create(&log).unwrap()))
+        .spawn()
+        .expect("start staleguard proxy");
+    let mut proxy = Proxy {
+        proc: Some(Running { child }),
+        port,
+        log,
+    };
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return proxy;
+        }
+        let proc = proxy.proc.as_mut().unwrap();
+        if let Some(status) = proc.child.try_wait().unwrap() {
+            panic!(
+                "staleguard proxy {args:?} exited at start-up ({status}); stderr:\n{}",
+                proxy.log_text()
+            );
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "staleguard proxy did not accept connections on {addr} within 10 s; stderr:\n{}",
+                proxy.log_text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Proxy {
+    fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn v1(&self) -> String {
+        format!("{}/v1", self.origin())
+    }
+
+    fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the proxy and returns everything it wrote to stderr.
+    fn stop(&mut self) -> String {
+        self.proc.take();
+        self.log_text()
+    }
+}
+
+/// Whatever a test did, the proxy's log never holds an API key.
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let log = self.stop();
+        if !std::thread::panicking() {
+            for secret in [OPENAI_KEY, ANTHROPIC_KEY] {
+                assert!(
+                    !log.contains(secret),
+                    "the proxy logged the API key {secret:?}:\n{log}"
+                );
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The clients
+
+fn sdk(cmd: &str, base_url: &str, body: &Path, stream: bool) -> Value {
+    json!({"cmd": cmd, "base_url": base_url, "body_file": body, "stream": stream})
+}
+
+fn sdk_with(
+    cmd: &str,
+    base_url: &str,
+    body: &Path,
+    stream: bool,
+    headers: &[(&str, &str)],
+) -> Value {
+    let mut call = sdk(cmd, base_url, body, stream);
+    call["headers"] = headers
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    call
+}
+
+fn raw(method: &str, url: &str, body: Option<&Path>, encoding: Option<&str>) -> Value {
+    json!({"cmd": "raw", "method": method, "url": url, "body_file": body, "encoding": encoding})
+}
+
+/// Runs the calls one after another in one `clients.py batch` process; one result per call.
+fn clients(work: &Work, calls: &[Value]) -> Vec<Value> {
+    let file = work.file(
+        "calls.json",
+        serde_json::to_string_pretty(calls).unwrap().as_bytes(),
+    );
+    let mut cmd = Command::new("python3");
+    cmd.arg(script("clients.py")).arg("batch").arg(&file);
+    let (ok, out, err) = run_limited(cmd, Duration::from_secs(120), "clients.py batch");
+    assert!(ok, "clients.py batch failed:\n{err}");
+    let results: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("clients.py line {l:?}: {e}")))
+        .collect();
+    assert_eq!(
+        results.len(),
+        calls.len(),
+        "clients.py answered {out}\nstderr:\n{err}"
+    );
+    results
+}
+
+fn header<'a>(result: &'a Value, name: &str) -> Option<&'a str> {
+    result["headers"][name].as_str()
+}
+
+fn assert_ok(result: &Value, what: &str) {
+    assert!(
+        result["ok"] == json!(true) && result["status"] == json!(200),
+        "{what}: the SDK call failed: {result}"
+    );
+}
+
+/// `x-staleguard: projected; collapsed=N; ...` and N.
+fn collapsed(value: Option<&str>, what: &str) -> u64 {
+    let value = value.unwrap_or_else(|| panic!("{what}: no x-staleguard header"));
+    assert!(
+        value.starts_with("projected"),
+        "{what}: x-staleguard is {value:?}, not projected"
+    );
+    value
+        .split(';')
+        .map(str::trim)
+        .find_map(|p| p.strip_prefix("collapsed="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{what}: x-staleguard {value:?} has no collapsed=N"))
+}
+
+/// The answer text without the scripted model's request number.
+fn echo_of(result: &Value) -> &str {
+    let text = result["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {result}"));
+    assert!(
+        text.starts_with("echo: "),
+        "not the scripted answer: {result}"
+    );
+    text.split(" (request ").next().unwrap()
+}
+
+/// The client had the first event before the scripted model sent the last one.
+fn assert_streamed(result: &Value, what: &str) {
+    let first = result["first_event_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: no event: {result}"));
+    let total = result["total_s"].as_f64().unwrap();
+    assert!(
+        first < total - PAUSE,
+        "{what}: the stream was buffered: first event at {first:.3} s, stream ended at {total:.3} s"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Projection
+
+/// `staleguard project --format auto` of a body: what the proxy must forward.
+fn project(work: &Work, body: &[u8]) -> Vec<u8> {
+    let file = work.file("body.json", body);
+    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
+        .args(["project", "--format", "auto"])
+        .arg(&file)
+        .current_dir(&work.dir)
+        .env("BROWSER_HISTORY_COMPACTION", "on")
+        .env_remove("BROWSER_EVIDENCE_RETENTION")
+        .env_remove("BROWSER_PROGRESS_TRACKING")
+        .output()
+        .expect("run staleguard project");
+    assert!(
+        out.status.success(),
+        "staleguard project {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn assert_same_bytes(work: &Work, got: &[u8], want: &[u8], what: &str) {
+    if got == want {
+        return;
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    let got_file = work.file("got.json", got);
+    let want_file = work.file("want.json", want);
+    let show = |b: &[u8]| {
+        String::from_utf8_lossy(&b[at.saturating_sub(80)..(at + 80).min(b.len())]).into_owned()
+    };
+    panic!(
+        "{what}: the upstream got {} bytes, expected {} bytes; first difference at byte {at}:\n  got:  {:?}\n  want: {:?}\n(files {} and {})",
+        got.len(),
+        want.len(),
+        show(got),
+        show(want),
+        got_file.display(),
+        want_file.display()
+    );
+}
+
+/// One call sent straight to the scripted model, then the same call through the proxy: the
+/// proxy forwarded the projection of what the SDK sent, and the SDK parsed the answer.
+fn check_pair(
+    work: &Work,
+    direct: (&Value, &Value),
+    proxied: (&Value, &Value),
+    path: &str,
+    what: &str,
+) {
+    let (direct_out, direct_rec) = direct;
+    let (out, rec) = proxied;
+    assert_ok(
+        direct_out,
+        &format!("{what} (straight to the scripted model)"),
+    );
+    assert_ok(out, &format!("{what} through the proxy"));
+    assert_eq!(rec["method"], "POST", "{what}");
+    assert_eq!(rec["path"], path, "{what}: forwarded to the wrong path");
+    assert_eq!(direct_rec["path"], path, "{what}");
+    let sent = rec_body(direct_rec).as_bytes();
+    let want = project(work, sent);
+    assert_ne!(
+        want, sent,
+        "{what}: the fixture should have observations to collapse"
+    );
+    assert_same_bytes(work, rec_body(rec).as_bytes(), &want, what);
+    assert!(
+        collapsed(header(out, "x-staleguard"), what) > 0,
+        "{what}: nothing collapsed: {out}"
+    );
+    assert_eq!(rec_header(rec, "content-encoding"), None, "{what}");
+    for name in [
+        "authorization",
+        "x-api-key",
+        "anthropic-version",
+        "anthropic-beta",
+        "content-type",
+        "user-agent",
+    ] {
+        assert_eq!(
+            rec_header(rec, name),
+            rec_header(direct_rec, name),
+            "{what}: the proxy changed the request header {name}"
+        );
+    }
+    if out["cmd"] == "anthropic-count-tokens" {
+        let (d, p) = (
+            direct_out["input_tokens"].as_u64().unwrap(),
+            out["input_tokens"].as_u64().unwrap(),
+        );
+        assert!(
+            p < d,
+            "{what}: the projected body should count fewer tokens ({p} vs {d})"
+        );
+    } else {
+        assert_eq!(
+            echo_of(out),
+            echo_of(direct_out),
+            "{what}: the SDK did not get its answer"
+        );
+    }
+    if out["events"].as_u64().unwrap_or(0) > 0 || direct_out["events"].as_u64().unwrap_or(0) > 0 {
+        assert_eq!(
+            out["events"], direct_out["events"],
+            "{what}: events lost: {out}"
+        );
+        assert_eq!(out["event_types"], direct_out["event_types"], "{what}");
+        assert_streamed(out, what);
+    }
+}
+
+/// Runs each call straight to the scripted model and then through the proxy, and checks each pair.
+fn run_pairs(work: &Work, up: &Upstream, calls: &[(Value, Value, &str, String)]) {
+    let batch: Vec<Value> = calls
+        .iter()
+        .flat_map(|(d, p, _, _)| [d.clone(), p.clone()])
+        .collect();
+    let out = clients(work, &batch);
+    let recs = up.requests();
+    assert_eq!(
+        recs.len(),
+        batch.len(),
+        "the scripted model got {} requests, expected {}",
+        recs.len(),
+        batch.len()
+    );
+    for (i, (_, _, path, what)) in calls.iter().enumerate() {
+        check_pair(
+            work,
+            (&out[2 * i], &recs[2 * i]),
+            (&out[2 * i + 1], &recs[2 * i + 1]),
+            path,
+            what,
+        );
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn openai_chat_is_projected_streamed_and_parsed() {
+    let work = Work::new("openai_chat");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let mut calls = Vec::new();
+    for name in ["order", "long_page"] {
+        let body = fixture(&format!("pwmcp-0.0.41/{name}.openai.json"));
+        for stream in [false, true] {
+            calls.push((
+                sdk("openai-chat", &up.v1(), &body, stream),
+                sdk("openai-chat", &proxy.v1(), &body, stream),
+                "/v1/chat/completions",
+                format!("openai chat {name} stream={stream}"),
+            ));
+        }
+    }
+    run_pairs(&work, &up, &calls);
+    for rec in up.requests() {
+        assert_eq!(
+            rec_header(&rec, "authorization"),
+            Some("Bearer sk-test-secret")
+        );
+    }
+
+    // The same fixture as raw bytes over a plain socket: the header is there and the
+    // forwarded body is the projection of the file itself.
+    up.reset();
+    let file = fixture("pwmcp-0.0.41/order.openai.json");
+    let bytes = fs::read(&file).unwrap();
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer sk-test-secret"),
+        ],
+        &bytes,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(collapsed(r.header("x-staleguard"), "raw order.openai.json") > 0);
+    let recs = up.requests();
+    assert_eq!(recs.len(), 1);
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[0]).as_bytes(),
+        &project(&work, &bytes),
+        "raw order.openai.json",
+    );
+    let answer: Value = serde_json::from_slice(&r.body).expect("JSON answer");
+    assert_eq!(answer["object"], "chat.completion");
+}
+
+#[test]
+fn anthropic_messages_and_count_tokens_are_projected() {
+    let work = Work::new("anthropic");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let body = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let mut calls = Vec::new();
+    for stream in [false, true] {
+        calls.push((
+            sdk("anthropic-messages", &up.origin(), &body, stream),
+            sdk("anthropic-messages", &proxy.origin(), &body, stream),
+            "/v1/messages",
+            format!("anthropic messages stream={stream}"),
+        ));
+    }
+    calls.push((
+        sdk("anthropic-count-tokens", &up.origin(), &body, false),
+        sdk("anthropic-count-tokens", &proxy.origin(), &body, false),
+        "/v1/messages/count_tokens",
+        "anthropic count_tokens".to_string(),
+    ));
+    run_pairs(&work, &up, &calls);
+    for rec in up.requests() {
+        // Depending on its version the SDK sends the key as x-api-key or as a bearer token.
+        let bearer = format!("Bearer {ANTHROPIC_KEY}");
+        assert!(
+            rec_header(&rec, "x-api-key") == Some(ANTHROPIC_KEY)
+                || rec_header(&rec, "authorization") == Some(bearer.as_str()),
+            "no Anthropic key in {}",
+            rec["headers"]
+        );
+        assert!(rec_header(&rec, "anthropic-version").is_some());
+    }
+}
+
+#[test]
+fn openai_responses_are_projected() {
+    let work = Work::new("responses");
+    let responses = work.dir.join("order.responses.json");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script("clients.py"))
+        .arg("chat-to-responses")
+        .arg(fixture("pwmcp-0.0.41/order.openai.json"))
+        .arg(&responses);
+    let (ok, _, err) = run_limited(cmd, Duration::from_secs(30), "clients.py chat-to-responses");
+    assert!(ok, "{err}");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let calls: Vec<_> = [false, true]
+        .into_iter()
+        .map(|stream| {
+            (
+                sdk("openai-responses", &up.v1(), &responses, stream),
+                sdk("openai-responses", &proxy.v1(), &responses, stream),
+                "/v1/responses",
+                format!("openai responses stream={stream}"),
+            )
+        })
+        .collect();
+    run_pairs(&work, &up, &calls);
+    let recs = up.requests();
+    let sent: Value = serde_json::from_str(rec_body(&recs[1])).unwrap();
+    let kinds: Vec<&str> = sent["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["type"].as_str())
+        .collect();
+    for kind in ["message", "function_call", "function_call_output"] {
+        assert!(
+            kinds.contains(&kind),
+            "the Responses body has no {kind} item"
+        );
+    }
+}
+
+#[test]
+fn route_prefixes_are_stripped() {
+    let work = Work::new("routes");
+    let up = start_upstream(0);
+    let proxy = start_proxy(
+        &work,
+        None,
+        &[
+            "--route",
+            &format!("/openai={}", up.origin()),
+            "--route",
+            &format!("/anthropic={}", up.origin()),
+        ],
+        &[],
+    );
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let messages = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let calls = [
+        (
+            sdk("openai-chat", &up.v1(), &chat, false),
+            sdk(
+                "openai-chat",
+                &format!("{}/openai/v1", proxy.origin()),
+                &chat,
+                false,
+            ),
+            "/v1/chat/completions",
+            "openai chat via --route /openai".to_string(),
+        ),
+        (
+            sdk("anthropic-messages", &up.origin(), &messages, true),
+            sdk(
+                "anthropic-messages",
+                &format!("{}/anthropic", proxy.origin()),
+                &messages,
+                true,
+            ),
+            "/v1/messages",
+            "anthropic messages via --route /anthropic".to_string(),
+        ),
+    ];
+    run_pairs(&work, &up, &calls);
+}
+
+#[test]
+fn upstream_errors_reach_the_client_and_the_proxy_recovers() {
+    let work = Work::new("faults");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let messages = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let v1 = proxy.v1();
+    let origin = proxy.origin();
+    let calls = [
+        sdk_with(
+            "openai-chat",
+            &v1,
+            &chat,
+            false,
+            &[("x-scripted-fault", "500")],
+        ),
+        sdk("openai-chat", &v1, &chat, false),
+        sdk_with(
+            "openai-chat",
+            &v1,
+            &chat,
+            false,
+            &[("x-scripted-fault", "429")],
+        ),
+        sdk_with(
+            "anthropic-messages",
+            &origin,
+            &messages,
+            false,
+            &[("x-scripted-fault", "429")],
+        ),
+        sdk("anthropic-messages", &origin, &messages, false),
+        sdk_with(
+            "openai-chat",
+            &v1,
+            &chat,
+            true,
+            &[("x-scripted-fault", "reset")],
+        ),
+        sdk("openai-chat", &v1, &chat, true),
+        sdk_with(
+            "anthropic-messages",
+            &origin,
+            &messages,
+            true,
+            &[("x-scripted-fault", "reset")],
+        ),
+        sdk("anthropic-messages", &origin, &messages, true),
+    ];
+    let out = clients(&work, &calls);
+
+    assert_eq!(
+        out[0]["status"], 500,
+        "500 did not reach the client: {}",
+        out[0]
+    );
+    let body: Value =
+        serde_json::from_str(out[0]["body"].as_str().unwrap_or("")).expect("500 body is JSON");
+    assert_eq!(
+        body["error"]["message"], "scripted internal error",
+        "{}",
+        out[0]
+    );
+    assert_ok(&out[1], "a normal call after a 500");
+
+    for (i, what) in [(2, "openai 429"), (3, "anthropic 429")] {
+        assert_eq!(out[i]["status"], 429, "{what}: {}", out[i]);
+        assert_eq!(
+            header(&out[i], "retry-after"),
+            Some("7"),
+            "{what}: retry-after lost: {}",
+            out[i]
+        );
+        assert!(
+            out[i]["body"]
+                .as_str()
+                .unwrap_or("")
+                .contains("scripted rate limit"),
+            "{what}: {}",
+            out[i]
+        );
+    }
+    assert_ok(&out[4], "a normal call after a 429");
+
+    for (i, what) in [(5, "openai reset"), (7, "anthropic reset")] {
+        let normal = &out[i + 1];
+        assert_ok(normal, &format!("a normal stream after the {what}"));
+        let full = normal["events"].as_u64().unwrap();
+        let got = out[i]["events"].as_u64().unwrap_or(0);
+        assert!(
+            out[i]["ok"] == json!(false) || got < full,
+            "{what}: the client saw a complete stream ({got} of {full} events) from an upstream that reset: {}",
+            out[i]
+        );
+    }
+    assert_eq!(out[6]["events"], CHAT_STREAM_EVENTS);
+    assert_eq!(up.requests().len(), calls.len());
+}
+
+#[test]
+fn a_slow_upstream_gets_504_and_the_proxy_recovers() {
+    let work = Work::new("slow");
+    let up = start_upstream(0);
+    let proxy = start_proxy(
+        &work,
+        Some(&up.origin()),
+        &["--upstream-timeout-secs", "1"],
+        &[],
+    );
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let calls = [
+        sdk_with(
+            "openai-chat",
+            &proxy.v1(),
+            &chat,
+            false,
+            &[("x-scripted-fault", "slow"), ("x-scripted-slow-secs", "4")],
+        ),
+        sdk("openai-chat", &proxy.v1(), &chat, false),
+    ];
+    let out = clients(&work, &calls);
+    assert_eq!(
+        out[0]["status"], 504,
+        "upstream slower than the timeout: {}",
+        out[0]
+    );
+    let body = out[0]["body"].as_str().unwrap_or("");
+    serde_json::from_str::<Value>(body)
+        .unwrap_or_else(|e| panic!("504 body is not JSON ({e}): {body:?}"));
+    let took = out[0]["total_s"].as_f64().unwrap();
+    assert!(
+        took < 3.5,
+        "the 504 took {took:.2} s with --upstream-timeout-secs 1"
+    );
+    assert_ok(&out[1], "a normal call after a 504");
+}
+
+#[test]
+fn an_upstream_that_is_down_gets_502_and_the_proxy_recovers() {
+    let work = Work::new("down");
+    let port = free_port();
+    let proxy = start_proxy(&work, Some(&format!("http://127.0.0.1:{port}")), &[], &[]);
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let out = clients(&work, &[sdk("openai-chat", &proxy.v1(), &chat, false)]);
+    assert_eq!(
+        out[0]["status"], 502,
+        "connection refused upstream: {}",
+        out[0]
+    );
+    let body = out[0]["body"].as_str().unwrap_or("");
+    serde_json::from_str::<Value>(body)
+        .unwrap_or_else(|e| panic!("502 body is not JSON ({e}): {body:?}"));
+
+    let up = start_upstream(port);
+    let out = clients(&work, &[sdk("openai-chat", &proxy.v1(), &chat, false)]);
+    assert_ok(&out[0], "a normal call once the upstream is up");
+    assert_eq!(up.requests().len(), 1);
+}
+
+#[test]
+fn bad_and_odd_input_over_raw_http() {
+    let work = Work::new("bad_input");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let chat_bytes = fs::read(&chat).unwrap();
+    let invalid: &[u8] =
+        b"{\"model\": \"gpt-4.1\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}";
+    let invalid_file = work.file("invalid.json", invalid);
+    let unknown: &[u8] = b"{ \"prompt\" :  \"hi\",\n  \"n\": 1.50, \"nested\": {\"a\": [1,2, 3]}, \"x\": \"\\u00e9\" }";
+    let unknown_file = work.file("unknown.json", unknown);
+    let url = format!("{}/v1/chat/completions", proxy.origin());
+    let calls = [
+        raw("POST", &url, Some(&invalid_file), None),
+        raw("POST", &url, Some(&chat), Some("gzip")),
+        raw("POST", &url, Some(&chat), Some("zstd")),
+        raw("POST", &url, Some(&unknown_file), None),
+        raw(
+            "GET",
+            &format!("{}/v1/models?limit=2", proxy.origin()),
+            None,
+            None,
+        ),
+        raw(
+            "GET",
+            &format!("{}/v1/models?limit=2", up.origin()),
+            None,
+            None,
+        ),
+        raw(
+            "POST",
+            &format!("{}/v1/embeddings", proxy.origin()),
+            Some(&unknown_file),
+            None,
+        ),
+    ];
+    let out = clients(&work, &calls);
+    let recs = up.requests();
+    assert_eq!(recs.len(), calls.len(), "{recs:#?}");
+
+    // Invalid JSON: fail-open, forwarded unchanged, marked.
+    assert_eq!(out[0]["status"], 200, "{}", out[0]);
+    let mark =
+        header(&out[0], "x-staleguard").unwrap_or_else(|| panic!("no x-staleguard: {}", out[0]));
+    assert!(
+        mark.starts_with("passthrough"),
+        "invalid JSON marked {mark:?}"
+    );
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[0]).as_bytes(),
+        invalid,
+        "invalid JSON (fail-open)",
+    );
+
+    // gzip and zstd: decoded, projected, forwarded plain.
+    let want = project(&work, &chat_bytes);
+    for (i, what) in [(1, "gzip body"), (2, "zstd body")] {
+        assert_eq!(out[i]["status"], 200, "{what}: {}", out[i]);
+        assert!(collapsed(header(&out[i], "x-staleguard"), what) > 0);
+        assert_eq!(
+            rec_header(&recs[i], "content-encoding"),
+            None,
+            "{what}: forwarded with Content-Encoding"
+        );
+        assert_same_bytes(&work, rec_body(&recs[i]).as_bytes(), &want, what);
+    }
+
+    // JSON of unknown shape: byte for byte.
+    assert_eq!(out[3]["status"], 200, "{}", out[3]);
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[3]).as_bytes(),
+        unknown,
+        "JSON of unknown shape",
+    );
+
+    // Another path passes through, query included, answer unchanged.
+    assert_eq!(out[4]["status"], 200, "{}", out[4]);
+    assert_eq!(recs[4]["method"], "GET");
+    assert_eq!(recs[4]["path"], "/v1/models?limit=2");
+    assert_eq!(
+        out[4]["body"], out[5]["body"],
+        "GET /v1/models answer changed"
+    );
+    assert_eq!(out[4]["headers"]["x-scripted-path"], "/v1/models?limit=2");
+
+    // An upstream 404 on a path the proxy does not rewrite reaches the client as it was.
+    assert_eq!(out[6]["status"], 404, "{}", out[6]);
+    assert_eq!(recs[6]["path"], "/v1/embeddings");
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[6]).as_bytes(),
+        unknown,
+        "POST /v1/embeddings",
+    );
+    assert!(out[6]["body"]
+        .as_str()
+        .unwrap()
+        .contains("no route for POST /v1/embeddings"));
+}
+
+#[test]
+fn fail_closed_refuses_unparseable_bodies() {
+    let work = Work::new("fail_closed");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &["--fail-closed"], &[]);
+    let invalid: &[u8] = b"{\"model\": \"gpt-4.1\", \"messages\": [";
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        invalid,
+    );
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    serde_json::from_slice::<Value>(&r.body).unwrap_or_else(|e| {
+        panic!(
+            "400 body is not JSON ({e}): {:?}",
+            String::from_utf8_lossy(&r.body)
+        )
+    });
+    assert!(up.requests().is_empty(), "fail-closed forwarded the body");
+
+    let bytes = fs::read(fixture("pwmcp-0.0.41/order.openai.json")).unwrap();
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        &bytes,
+    );
+    assert_eq!(r.status, 200);
+    assert!(collapsed(r.header("x-staleguard"), "after a refused body") > 0);
+    assert_eq!(up.requests().len(), 1);
+}
+
+#[test]
+fn bodies_over_the_limit_get_413() {
+    let work = Work::new("too_big");
+    let up = start_upstream(0);
+    let proxy = start_proxy(
+        &work,
+        Some(&up.origin()),
+        &["--max-body-bytes", "1000"],
+        &[],
+    );
+    let bytes = fs::read(fixture("pwmcp-0.0.41/order.openai.json")).unwrap();
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        &bytes,
+    );
+    assert_eq!(
+        r.status,
+        413,
+        "{} byte body with --max-body-bytes 1000",
+        bytes.len()
+    );
+    assert!(up.requests().is_empty(), "an oversized body was forwarded");
+
+    let small = br#"{"model":"gpt-4.1","messages":[{"role":"user","content":"small"}]}"#;
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        small,
+    );
+    assert_eq!(r.status, 200, "a small body after a 413");
+    assert_eq!(up.requests().len(), 1);
+}
+
+/// A gzip body under the limit that decodes to far more than the limit is never decoded
+/// and forwarded: the proxy refuses it with 413, as it refuses a plain body over the limit.
+#[test]
+fn compressed_bodies_are_limited_after_decoding() {
+    let work = Work::new("gzip_bomb");
+    let up = start_upstream(0);
+    let proxy = start_proxy(
+        &work,
+        Some(&up.origin()),
+        &["--max-body-bytes", "1000"],
+        &[],
+    );
+    let padding = " ".repeat(200_000);
+    let body =
+        format!(r#"{{"model":"gpt-4.1","messages":[{{"role":"user","content":"{padding}"}}]}}"#);
+    let file = work.file("bomb.json", body.as_bytes());
+    let url = format!("{}/v1/chat/completions", proxy.origin());
+    let small = work.file(
+        "small.json",
+        br#"{"model":"gpt-4.1","messages":[{"role":"user","content":"small"}]}"#,
+    );
+    let out = clients(
+        &work,
+        &[
+            raw("POST", &url, Some(&file), Some("gzip")),
+            raw("POST", &url, Some(&small), None),
+        ],
+    );
+    let recs = up.requests();
+    let what = format!(
+        "gzip body decoding to {} bytes with --max-body-bytes 1000",
+        body.len()
+    );
+    assert_eq!(out[0]["status"], 413, "{what}: {}", out[0]);
+    assert_eq!(recs.len(), 1, "{what}: refused, yet forwarded");
+    assert_eq!(
+        out[1]["status"], 200,
+        "a small body after the gzip bomb: {}",
+        out[1]
+    );
+}
+
+#[test]
+fn the_log_never_holds_api_keys() {
+    let work = Work::new("secrets");
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &["--log-json"], &[]);
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let messages = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let calls = [
+        sdk("openai-chat", &proxy.v1(), &chat, false),
+        sdk("openai-chat", &proxy.v1(), &chat, true),
+        sdk_with(
+            "openai-chat",
+            &proxy.v1(),
+            &chat,
+            false,
+            &[("x-scripted-fault", "500")],
+        ),
+        sdk("anthropic-messages", &proxy.origin(), &messages, false),
+        sdk_with(
+            "anthropic-messages",
+            &proxy.origin(),
+            &messages,
+            false,
+            &[("x-scripted-fault", "429")],
+        ),
+        sdk("anthropic-count-tokens", &proxy.origin(), &messages, false),
+    ];
+    let out = clients(&work, &calls);
+    assert_ok(&out[0], "openai chat");
+    assert_ok(&out[3], "anthropic messages");
+    let log = proxy.stop();
+    assert!(!log.trim().is_empty(), "the proxy wrote nothing to stderr");
+    for secret in [OPENAI_KEY, ANTHROPIC_KEY] {
+        assert!(!log.contains(secret), "the proxy logged {secret:?}:\n{log}");
+    }
+}
+
+#[test]
+fn compaction_off_forwards_the_sdk_body_unchanged() {
+    let work = Work::new("compaction_off");
+    let up = start_upstream(0);
+    let proxy = start_proxy(
+        &work,
+        Some(&up.origin()),
+        &[],
+        &[("BROWSER_HISTORY_COMPACTION", "off")],
+    );
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let out = clients(
+        &work,
+        &[
+            sdk("openai-chat", &up.v1(), &chat, false),
+            sdk("openai-chat", &proxy.v1(), &chat, false),
+        ],
+    );
+    assert_ok(&out[1], "openai chat with compaction off");
+    let recs = up.requests();
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[1]).as_bytes(),
+        rec_body(&recs[0]).as_bytes(),
+        "compaction off",
+    );
+    assert!(
+        !proxy.log_text().trim().is_empty(),
+        "no start-up line on stderr"
+    );
+}
+
+#[test]
+fn two_hundred_concurrent_streams_each_get_their_own_answer() {
+    let work = Work::new("load");
+    let up = start_upstream(0);
+    let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let mut cmd = Command::new("python3");
+    cmd.arg(script("clients.py"))
+        .args(["load", &proxy.v1(), "200"]);
+    let (ok, out, err) = run_limited(cmd, Duration::from_secs(90), "clients.py load");
+    assert!(ok, "200 concurrent streams through the proxy: {out}\n{err}");
+    let result: Value = serde_json::from_str(out.trim()).expect("load result");
+    assert_eq!(result["ok"], 200, "{result}");
+    assert_eq!(up.requests().len(), 200);
+}

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Real SDK clients for the proxy end-to-end tests (needs `pip install openai anthropic zstandard`).
+
+One call, one JSON line on standard output; the exit status is 1 when the call failed:
+    clients.py openai-chat            BASE_URL BODY_FILE [--stream] [--header K:V]... [--timeout S]
+    clients.py openai-responses       BASE_URL BODY_FILE [--stream] ...
+    clients.py anthropic-messages     BASE_URL BODY_FILE [--stream] ...
+    clients.py anthropic-count-tokens BASE_URL BODY_FILE ...
+    clients.py raw METHOD URL [--body-file F] [--header K:V]... [--encoding gzip|zstd]
+Several calls in one process (importing the SDKs is slow), one JSON line per call, exit 0:
+    clients.py batch FILE     FILE is a JSON list of {"cmd", "base_url" | "url", "body_file",
+                              "stream", "headers", "method", "encoding", "timeout"}
+Many concurrent streams through one AsyncOpenAI client; exit 1 unless every stream got its own echo:
+    clients.py load BASE_URL N
+A Responses request built from a Chat Completions request:
+    clients.py chat-to-responses IN_FILE OUT_FILE
+
+A call's line: {"ok", "status", "headers", "text", "events", "event_types", "first_event_s",
+"total_s", "input_tokens", "error", "body"}; times in seconds from the start of the call.
+"""
+
+import argparse
+import asyncio
+import base64
+import http.client
+import json
+import sys
+import time
+import urllib.parse
+
+OPENAI_KEY = "sk-test-secret"
+ANTHROPIC_KEY = "sk-ant-test-secret"
+SHOWN_HEADERS = ("x-staleguard", "retry-after", "content-type", "x-request-id", "content-encoding")
+
+
+def headers_of(response):
+    if response is None:
+        return {}
+    return {k.lower(): v for k, v in response.headers.items() if k.lower() in SHOWN_HEADERS}
+
+
+def openai_client(base_url, timeout):
+    import openai
+    return openai.OpenAI(base_url=base_url, api_key=OPENAI_KEY, max_retries=0, timeout=timeout)
+
+
+def anthropic_client(base_url, timeout):
+    import anthropic
+    return anthropic.Anthropic(base_url=base_url, api_key=ANTHROPIC_KEY, max_retries=0, timeout=timeout)
+
+
+def pick(body, keys):
+    return {k: body[k] for k in keys if k in body}
+
+
+def sdk_call(cmd, base_url, body, stream, headers, timeout):
+    """Calls the SDK; returns (raw response, parsed result)."""
+    extra = {"extra_headers": headers} if headers else {}
+    if stream:
+        extra["stream"] = True
+    if cmd == "openai-chat":
+        api = openai_client(base_url, timeout).chat.completions.with_raw_response
+        raw = api.create(**pick(body, ("model", "messages", "tools")), **extra)
+    elif cmd == "openai-responses":
+        api = openai_client(base_url, timeout).responses.with_raw_response
+        raw = api.create(**pick(body, ("model", "input", "tools", "instructions")), **extra)
+    elif cmd == "anthropic-messages":
+        api = anthropic_client(base_url, timeout).messages.with_raw_response
+        raw = api.create(**pick(body, ("model", "max_tokens", "system", "messages", "tools")), **extra)
+    elif cmd == "anthropic-count-tokens":
+        extra.pop("stream", None)
+        api = anthropic_client(base_url, timeout).messages.with_raw_response
+        raw = api.count_tokens(**pick(body, ("model", "system", "messages", "tools")), **extra)
+    else:
+        raise SystemExit(f"clients.py: unknown command {cmd}")
+    return raw, raw.parse()
+
+
+def delta_text(cmd, event):
+    """The answer text an SSE event adds, and the event's type name."""
+    if cmd == "openai-chat":
+        choice = event.choices[0] if event.choices else None
+        return (choice.delta.content or "") if choice and choice.delta else "", "chunk"
+    kind = getattr(event, "type", type(event).__name__)
+    if cmd == "openai-responses":
+        return (event.delta if kind == "response.output_text.delta" else ""), kind
+    if kind == "content_block_delta" and getattr(event.delta, "type", None) == "text_delta":
+        return event.delta.text, kind
+    return "", kind
+
+
+def status_error_types():
+    types = []
+    for name in ("openai", "anthropic"):
+        module = sys.modules.get(name)
+        if module is not None:
+            types.append((module.APIStatusError, module.APIConnectionError))
+    return types
+
+
+def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0):
+    with open(body_file, encoding="utf-8") as f:
+        body = json.load(f)
+    out = {"cmd": cmd, "ok": False, "status": None, "headers": {}, "text": None, "events": 0,
+           "event_types": [], "first_event_s": None, "total_s": None, "error": None}
+    # Import the SDK before the clock starts: importing takes seconds.
+    __import__("openai" if cmd.startswith("openai") else "anthropic")
+    start = time.monotonic()
+    try:
+        raw, parsed = sdk_call(cmd, base_url, body, stream, headers or {}, timeout)
+        out["status"] = raw.status_code
+        out["headers"] = headers_of(raw)
+        if stream:
+            text = []
+            try:
+                for event in parsed:
+                    if out["first_event_s"] is None:
+                        out["first_event_s"] = time.monotonic() - start
+                    out["events"] += 1
+                    piece, kind = delta_text(cmd, event)
+                    text.append(piece)
+                    out["event_types"].append(kind)
+            except Exception as e:  # a stream that ends early: the events so far, and why
+                out["error"] = f"{type(e).__name__}: {e}"
+            out["text"] = "".join(text)
+        elif cmd == "openai-chat":
+            out["text"] = parsed.choices[0].message.content
+        elif cmd == "openai-responses":
+            out["text"] = parsed.output_text
+        elif cmd == "anthropic-messages":
+            out["text"] = "".join(b.text for b in parsed.content if getattr(b, "type", None) == "text")
+        else:
+            out["input_tokens"] = parsed.input_tokens
+        out["ok"] = out["error"] is None
+    except Exception as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+        response = getattr(e, "response", None)
+        status = getattr(e, "status_code", None)
+        if status is not None:
+            out["status"] = status
+            out["headers"] = headers_of(response)
+            try:
+                out["body"] = response.text
+            except Exception:
+                out["body"] = None
+    out["total_s"] = time.monotonic() - start
+    return out
+
+
+def run_raw(method, url, body_file=None, headers=None, encoding=None, timeout=30.0):
+    """One plain HTTP/1.1 request with http.client; the body is sent as it is in the file."""
+    body = None
+    if body_file:
+        with open(body_file, "rb") as f:
+            body = f.read()
+    headers = dict(headers or {})
+    if body is not None and encoding == "gzip":
+        import gzip
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    elif body is not None and encoding == "zstd":
+        import zstandard
+        body = zstandard.ZstdCompressor().compress(body)
+        headers["Content-Encoding"] = "zstd"
+    if body is not None:
+        headers.setdefault("Content-Type", "application/json")
+    parts = urllib.parse.urlsplit(url)
+    target = parts.path + ("?" + parts.query if parts.query else "")
+    out = {"cmd": "raw", "ok": False, "status": None, "headers": {}, "body": None, "body_b64": None, "error": None}
+    start = time.monotonic()
+    try:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        conn.request(method, target, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        out["status"] = response.status
+        out["headers"] = {k.lower(): v for k, v in response.getheaders()}
+        out["body"] = data.decode("utf-8", errors="replace")
+        out["body_b64"] = base64.b64encode(data).decode()
+        out["ok"] = True
+        conn.close()
+    except Exception as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+    out["total_s"] = time.monotonic() - start
+    return out
+
+
+def run_entry(entry):
+    if entry["cmd"] == "raw":
+        return run_raw(entry.get("method", "POST"), entry["url"], entry.get("body_file"),
+                       entry.get("headers"), entry.get("encoding"), entry.get("timeout", 30.0))
+    return run_sdk(entry["cmd"], entry["base_url"], entry["body_file"], entry.get("stream", False),
+                   entry.get("headers"), entry.get("timeout", 30.0))
+
+
+async def load(base_url, n):
+    import openai
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=OPENAI_KEY, max_retries=0, timeout=60.0)
+
+    async def one(i):
+        stream = await client.chat.completions.create(
+            model="gpt-scripted", messages=[{"role": "user", "content": f"load-{i}"}], stream=True)
+        text, events = [], 0
+        async for chunk in stream:
+            events += 1
+            if chunk.choices and chunk.choices[0].delta and chunk.choices[0].delta.content:
+                text.append(chunk.choices[0].delta.content)
+        return "".join(text), events
+
+    start = time.monotonic()
+    results = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
+    elapsed = time.monotonic() - start
+    bad = []
+    for i, result in enumerate(results):
+        if isinstance(result, BaseException):
+            bad.append({"i": i, "error": f"{type(result).__name__}: {result}"})
+        elif not result[0].startswith(f"echo: load-{i} (request "):
+            bad.append({"i": i, "text": result[0], "events": result[1]})
+    await client.close()
+    return {"n": n, "ok": n - len(bad), "bad": bad[:10], "bad_count": len(bad), "elapsed_s": elapsed}
+
+
+def chat_to_responses(chat):
+    """The same conversation as Responses input items: message, function_call, function_call_output."""
+    items = []
+    for m in chat.get("messages", []):
+        role = m.get("role")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+            continue
+        if m.get("content"):
+            items.append({"type": "message", "role": role, "content": m["content"]})
+        for call in m.get("tool_calls") or []:
+            fn = call["function"]
+            items.append({"type": "function_call", "call_id": call["id"], "name": fn["name"],
+                          "arguments": fn["arguments"]})
+    tools = []
+    for tool in chat.get("tools", []):
+        fn = tool["function"]
+        tools.append({"type": "function", "name": fn["name"], "description": fn.get("description", ""),
+                      "parameters": fn.get("parameters", {}), "strict": False})
+    return {"model": chat.get("model", "gpt-4.1"), "input": items, "tools": tools}
+
+
+def header_pairs(values):
+    headers = {}
+    for value in values or []:
+        name, _, v = value.partition(":")
+        headers[name.strip()] = v.strip()
+    return headers
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for cmd in ("openai-chat", "openai-responses", "anthropic-messages", "anthropic-count-tokens"):
+        p = sub.add_parser(cmd)
+        p.add_argument("base_url")
+        p.add_argument("body_file")
+        p.add_argument("--stream", action="store_true")
+        p.add_argument("--header", action="append")
+        p.add_argument("--timeout", type=float, default=30.0)
+    p = sub.add_parser("raw")
+    p.add_argument("method")
+    p.add_argument("url")
+    p.add_argument("--body-file")
+    p.add_argument("--header", action="append")
+    p.add_argument("--encoding", choices=("gzip", "zstd"))
+    p.add_argument("--timeout", type=float, default=30.0)
+    p = sub.add_parser("batch")
+    p.add_argument("file")
+    p = sub.add_parser("load")
+    p.add_argument("base_url")
+    p.add_argument("n", type=int)
+    p = sub.add_parser("chat-to-responses")
+    p.add_argument("input")
+    p.add_argument("output")
+    args = parser.parse_args()
+
+    if args.cmd == "batch":
+        with open(args.file, encoding="utf-8") as f:
+            entries = json.load(f)
+        for entry in entries:
+            print(json.dumps(run_entry(entry)), flush=True)
+        return 0
+    if args.cmd == "load":
+        result = asyncio.run(load(args.base_url, args.n))
+        print(json.dumps(result), flush=True)
+        return 0 if result["ok"] == args.n else 1
+    if args.cmd == "chat-to-responses":
+        with open(args.input, encoding="utf-8") as f:
+            chat = json.load(f)
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump(chat_to_responses(chat), f)
+        return 0
+    if args.cmd == "raw":
+        out = run_raw(args.method, args.url, args.body_file, header_pairs(args.header), args.encoding, args.timeout)
+    else:
+        out = run_sdk(args.cmd, args.base_url, args.body_file, args.stream, header_pairs(args.header), args.timeout)
+    print(json.dumps(out), flush=True)
+    if not out["ok"]:
+        print(f"clients.py: {args.cmd} failed: status {out['status']}: {out['error']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""A scripted model standing in for the OpenAI and Anthropic APIs (standard library only).
+
+    python3 tests/proxy/upstream.py [PORT]
+
+PORT 0 (the default) picks a free port. The first line on standard output is the port.
+
+It records every request (method, path with query, headers, raw body) and serves:
+  GET  /_requests                 JSON list of the recorded requests (body as UTF-8 text and as base64)
+  POST /_reset                    forget the recorded requests
+  POST /v1/chat/completions       OpenAI Chat Completions, JSON or SSE when the body has "stream": true
+  POST /v1/responses              OpenAI Responses, JSON or SSE
+  POST /v1/messages               Anthropic Messages, JSON or SSE
+  POST /v1/messages/count_tokens  {"input_tokens": N}
+  GET  /v1/models                 an OpenAI model list
+Anything else gets a 404 JSON error. The paths are matched by suffix, so a route prefix works too.
+
+The answer text is `echo: <last user text> (request <n>)`, so every caller can tell its own answer.
+
+Request headers that script the answer:
+  x-scripted-fault: 500 | 429 | reset | slow
+      500   JSON error body in the provider's shape
+      429   JSON error body with `retry-after: 7`
+      reset send the headers and one SSE event, then close the socket abruptly (TCP RST)
+      slow  sleep x-scripted-slow-secs (default 5) before answering normally
+  x-scripted-pause-ms: pause between SSE events (default 300)
+"""
+
+import base64
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+RECORDS = []
+COUNTER = [0]
+
+
+def next_number():
+    with LOCK:
+        COUNTER[0] += 1
+        return COUNTER[0]
+
+
+def text_of(content):
+    """The plain text of a message content: a string or a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in ("text", "input_text") and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts) if parts else None
+    return None
+
+
+def last_user_text(body):
+    """The newest user text of a Chat, Messages or Responses body, or None."""
+    if not isinstance(body, dict):
+        return None
+    items = body.get("messages")
+    if not isinstance(items, list):
+        items = body.get("input")
+        if isinstance(items, str):
+            return items
+        if not isinstance(items, list):
+            return None
+    for item in reversed(items):
+        if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message":
+            text = text_of(item.get("content"))
+            if text:
+                return text
+    return None
+
+
+def echo_text(body, number):
+    marker = last_user_text(body)
+    if marker is None:
+        marker = "-"
+    marker = " ".join(marker.split())[:80]
+    return f"echo: {marker} (request {number})"
+
+
+def split_text(text, pieces=3):
+    """The answer in a few deltas, so a stream has several content events."""
+    words = text.split(" ")
+    size = max(1, -(-len(words) // pieces))
+    chunks = [" ".join(words[i:i + size]) for i in range(0, len(words), size)]
+    return [c if i == 0 else " " + c for i, c in enumerate(chunks)]
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions
+
+def chat_json(body, number, text):
+    model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
+    return {
+        "id": f"chatcmpl-scripted-{number}",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text, "refusal": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def chat_events(body, number, text):
+    model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
+
+    def chunk(delta, finish=None):
+        return {
+            "id": f"chatcmpl-scripted-{number}",
+            "object": "chat.completion.chunk",
+            "created": 1700000000,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+
+    yield None, chunk({"role": "assistant", "content": ""})
+    for piece in split_text(text):
+        yield None, chunk({"content": piece})
+    yield None, chunk({}, "stop")
+    yield None, "[DONE]"
+
+
+# ---------------------------------------------------------------- OpenAI Responses
+
+def responses_json(body, number, text, status="completed"):
+    model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
+    output = []
+    if text is not None:
+        output.append({
+            "type": "message",
+            "id": f"msg_scripted_{number}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        })
+    return {
+        "id": f"resp_scripted_{number}",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": status,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+
+
+def responses_events(body, number, text):
+    seq = [0]
+
+    def event(kind, **fields):
+        data = {"type": kind, "sequence_number": seq[0], **fields}
+        seq[0] += 1
+        return kind, data
+
+    item_id = f"msg_scripted_{number}"
+    pending = responses_json(body, number, None, status="in_progress")
+    yield event("response.created", response=pending)
+    yield event("response.in_progress", response=pending)
+    item = {"type": "message", "id": item_id, "status": "in_progress", "role": "assistant", "content": []}
+    yield event("response.output_item.added", output_index=0, item=item)
+    yield event("response.content_part.added", item_id=item_id, output_index=0, content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []})
+    for piece in split_text(text):
+        yield event("response.output_text.delta", item_id=item_id, output_index=0, content_index=0,
+                    delta=piece, logprobs=[])
+    yield event("response.output_text.done", item_id=item_id, output_index=0, content_index=0,
+                text=text, logprobs=[])
+    part = {"type": "output_text", "text": text, "annotations": []}
+    yield event("response.content_part.done", item_id=item_id, output_index=0, content_index=0, part=part)
+    done = dict(item, status="completed", content=[part])
+    yield event("response.output_item.done", output_index=0, item=done)
+    yield event("response.completed", response=responses_json(body, number, text))
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+def messages_json(body, number, text):
+    model = body.get("model", "claude-scripted") if isinstance(body, dict) else "claude-scripted"
+    return {
+        "id": f"msg_scripted_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def messages_events(body, number, text):
+    model = body.get("model", "claude-scripted") if isinstance(body, dict) else "claude-scripted"
+    start = {
+        "id": f"msg_scripted_{number}", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                  "content_block": {"type": "text", "text": ""}}
+    for piece in split_text(text):
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "text_delta", "text": piece}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": 5}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+# ---------------------------------------------------------------- errors
+
+def error_body(provider, status, message):
+    if provider == "anthropic":
+        kind = {429: "rate_limit_error", 404: "not_found_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    kind = {429: "rate_limit_exceeded", 404: "not_found"}.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+ENDPOINTS = [
+    # (path suffix, provider, json answer, SSE events)
+    ("/messages/count_tokens", "anthropic", None, None),
+    ("/chat/completions", "openai", chat_json, chat_events),
+    ("/responses", "openai", responses_json, responses_events),
+    ("/messages", "anthropic", messages_json, messages_events),
+]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "scripted-model/1"
+
+    def log_message(self, fmt, *args):  # quiet: the test reads stdout
+        pass
+
+    # ------------------------------------------------------------ plumbing
+
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = bytearray()
+            while True:
+                line = self.rfile.readline()
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send_json(self, status, obj, extra_headers=()):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_scripted_{COUNTER[0]}")
+        for name, value in extra_headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def start_stream(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", f"req_scripted_{COUNTER[0]}")
+        self.end_headers()
+        self.wfile.flush()
+
+    def send_chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    @staticmethod
+    def sse(name, data):
+        payload = data if isinstance(data, str) else json.dumps(data)
+        head = f"event: {name}\n" if name else ""
+        return f"{head}data: {payload}\n\n".encode()
+
+    def reset_connection(self):
+        """Close the socket so that the peer gets a TCP RST, not a clean end."""
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        for f in (self.rfile, self.wfile):
+            try:
+                f.close()
+            except OSError:
+                pass
+        self.connection.close()
+        self.close_connection = True
+
+    # ------------------------------------------------------------ requests
+
+    def record(self, body):
+        with LOCK:
+            RECORDS.append({
+                "method": self.command,
+                "path": self.path,
+                "headers": [[k, v] for k, v in self.headers.items()],
+                "body": body.decode("utf-8", errors="replace"),
+                "body_b64": base64.b64encode(body).decode(),
+            })
+
+    def do_GET(self):
+        self.handle_any(b"")
+
+    def do_POST(self):
+        self.handle_any(self.read_body())
+
+    def do_PUT(self):
+        self.handle_any(self.read_body())
+
+    def do_DELETE(self):
+        self.handle_any(self.read_body())
+
+    def handle_any(self, body):
+        try:
+            self.dispatch(body)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            self.close_connection = True
+
+    def dispatch(self, body):
+        path = self.path.split("?", 1)[0]
+        if path == "/_requests" and self.command == "GET":
+            with LOCK:
+                records = list(RECORDS)
+            return self.send_json(200, records)
+        if path == "/_reset" and self.command == "POST":
+            with LOCK:
+                RECORDS.clear()
+            return self.send_json(200, {"ok": True})
+
+        self.record(body)
+        number = next_number()
+        fault = (self.headers.get("x-scripted-fault") or "").strip().lower()
+        pause = int(self.headers.get("x-scripted-pause-ms") or 300) / 1000.0
+
+        if path.endswith("/models") and self.command == "GET":
+            return self.send_json(200, {"object": "list", "data": [
+                {"id": "gpt-scripted", "object": "model", "created": 1700000000, "owned_by": "scripted"},
+                {"id": "claude-scripted", "object": "model", "created": 1700000000, "owned_by": "scripted"},
+            ]}, [("x-scripted-path", self.path)])
+
+        endpoint = next((e for e in ENDPOINTS if path.endswith(e[0])), None)
+        if endpoint is None or self.command != "POST":
+            return self.send_json(404, error_body("openai", 404, f"no route for {self.command} {self.path}"))
+        suffix, provider, answer, events = endpoint
+
+        if fault == "500":
+            return self.send_json(500, error_body(provider, 500, "scripted internal error"))
+        if fault == "429":
+            return self.send_json(429, error_body(provider, 429, "scripted rate limit"), [("retry-after", "7")])
+        if fault == "slow":
+            time.sleep(float(self.headers.get("x-scripted-slow-secs") or 5))
+
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if suffix == "/messages/count_tokens":
+            return self.send_json(200, {"input_tokens": max(1, len(body) // 4)})
+
+        text = echo_text(parsed, number)
+        stream = isinstance(parsed, dict) and parsed.get("stream") is True
+        if not stream and fault != "reset":
+            return self.send_json(200, answer(parsed if isinstance(parsed, dict) else {}, number, text))
+
+        self.start_stream()
+        for i, (name, data) in enumerate(events(parsed if isinstance(parsed, dict) else {}, number, text)):
+            if i > 0:
+                time.sleep(pause)
+            self.send_chunk(self.sse(name, data))
+            if fault == "reset":
+                time.sleep(0.05)
+                return self.reset_connection()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def handle_error(self, request, client_address):
+        # A client that went away (or a connection this script reset itself) is part of the script.
+        if isinstance(sys.exc_info()[1], (OSError, ValueError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = Server(("127.0.0.1", port), Handler)
+    print(server.server_address[1], flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
