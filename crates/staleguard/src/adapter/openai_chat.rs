@@ -81,14 +81,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
-    if let Some(List::Items(entries)) = envelope.messages {
-        for (index, entry) in entries.into_iter().enumerate() {
-            match entry {
-                Some(m) => read_message(&mut request, index, m),
-                None => request.push(Item::Other),
-            }
-        }
-    }
+    request.read_list(envelope.messages, read_message);
     Ok(request)
 }
 

@@ -5,6 +5,7 @@
 use serde_json::value::RawValue;
 
 use super::content::{self, Content, Shape, Style};
+use super::lenient::List;
 use crate::projection::Edit;
 use crate::transcript::{Item, Transcript};
 
@@ -53,6 +54,22 @@ impl<'a> WireRequest<'a> {
 
     pub fn into_transcript(self) -> Transcript<'a> {
         self.transcript
+    }
+
+    /// Reads every element of a lenient list with `read`; odd elements become `Other`.
+    pub(crate) fn read_list<T>(
+        &mut self,
+        list: Option<List<T>>,
+        mut read: impl FnMut(&mut Self, usize, T),
+    ) {
+        if let Some(List::Items(items)) = list {
+            for (index, item) in items.into_iter().enumerate() {
+                match item {
+                    Some(item) => read(self, index, item),
+                    None => self.push(Item::Other),
+                }
+            }
+        }
     }
 
     /// Adds an item that is not edited.

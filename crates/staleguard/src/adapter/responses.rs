@@ -58,14 +58,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
-    if let Some(List::Items(items)) = envelope.input {
-        for (index, item) in items.into_iter().enumerate() {
-            match item {
-                Some(item) => read_item(&mut request, index, item),
-                None => request.push(Item::Other),
-            }
-        }
-    }
+    request.read_list(envelope.input, read_item);
     Ok(request)
 }
 
