@@ -10,12 +10,11 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::content;
 use super::lenient::List;
 use super::request::{Hints, WireRequest};
 use super::{json_error, raw_text, string_of};
 use crate::error::Error;
-use crate::transcript::{Item, Role, ToolCall, ToolResult};
+use crate::transcript::{Item, Role, ToolCall};
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -119,16 +118,6 @@ fn read_result<'a>(
     body: Option<&'a RawValue>,
     is_error: Option<&RawValue>,
 ) {
-    let Some((raw, content)) = body.and_then(|raw| Some((raw, content::read(raw, "text")?))) else {
-        return request.push(Item::Other);
-    };
-    let result = ToolResult {
-        call_id,
-        text: content.text.clone(),
-        is_error: is_error.is_some_and(|e| e.get() == "true"),
-        images: content.images,
-        appendix: content.appendix,
-        message: index,
-    };
-    request.push_result(Item::Result(result), raw, &content);
+    let is_error = is_error.is_some_and(|e| e.get() == "true");
+    request.push_result(index, call_id, body, "text", is_error);
 }

@@ -15,7 +15,7 @@ use super::lenient::List;
 use super::request::{Hints, WireRequest};
 use super::{json_error, raw_text, string_of};
 use crate::error::Error;
-use crate::transcript::{Item, Role, ToolCall, ToolResult};
+use crate::transcript::{Item, Role, ToolCall};
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -106,19 +106,7 @@ fn read_result<'a>(
     id: Option<&'a RawValue>,
     body: Option<&'a RawValue>,
 ) {
-    let call_id = id.and_then(string_of);
-    let Some((raw, content)) = body.and_then(|raw| Some((raw, content::read(raw, "text")?))) else {
-        return request.push(Item::Other);
-    };
-    let result = ToolResult {
-        call_id,
-        text: content.text.clone(),
-        is_error: false,
-        images: content.images,
-        appendix: content.appendix,
-        message: index,
-    };
-    request.push_result(Item::Result(result), raw, &content);
+    request.push_result(index, id.and_then(string_of), body, "text", false);
 }
 
 fn read_assistant<'a>(request: &mut WireRequest<'a>, index: usize, m: &Message<'a>) {

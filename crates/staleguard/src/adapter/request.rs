@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use super::content::{self, Content, Shape, Style};
 use super::lenient::List;
 use crate::projection::Edit;
-use crate::transcript::{Item, Transcript};
+use crate::transcript::{Item, ToolResult, Transcript};
 
 /// Where a result's content value sits in the body, and how it is written.
 #[derive(Debug, Clone)]
@@ -78,10 +78,30 @@ impl<'a> WireRequest<'a> {
         self.spans.push(None);
     }
 
-    /// Adds a result whose content value is `raw`, read as `content`.
-    pub(crate) fn push_result(&mut self, item: Item<'a>, raw: &RawValue, content: &Content<'_>) {
-        let span = self.span_of(raw, content);
-        self.transcript.items.push(item);
+    /// Adds the tool result of message `index` whose content value is `raw` (text parts of
+    /// type `text_type`); a result whose content cannot be read is kept as `Other`.
+    pub(crate) fn push_result(
+        &mut self,
+        index: usize,
+        call_id: Option<std::borrow::Cow<'a, str>>,
+        raw: Option<&'a RawValue>,
+        text_type: &'static str,
+        is_error: bool,
+    ) {
+        let Some((raw, content)) = raw.and_then(|raw| Some((raw, content::read(raw, text_type)?)))
+        else {
+            return self.push(Item::Other);
+        };
+        let span = self.span_of(raw, &content);
+        let result = ToolResult {
+            call_id,
+            text: content.text,
+            is_error,
+            images: content.images,
+            appendix: content.appendix,
+            message: index,
+        };
+        self.transcript.items.push(Item::Result(result));
         self.spans.push(span);
     }
 

@@ -15,7 +15,7 @@ use super::lenient::List;
 use super::request::{Hints, WireRequest};
 use super::{json_error, raw_text, string_of};
 use crate::error::Error;
-use crate::transcript::{Item, Role, ToolCall, ToolResult};
+use crate::transcript::{Item, Role, ToolCall};
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -101,19 +101,5 @@ fn read_message<'a>(request: &mut WireRequest<'a>, item: InputItem<'a>) {
 }
 
 fn read_output<'a>(request: &mut WireRequest<'a>, index: usize, item: InputItem<'a>) {
-    let Some((raw, content)) = item
-        .output
-        .and_then(|raw| Some((raw, content::read(raw, "input_text")?)))
-    else {
-        return request.push(Item::Other);
-    };
-    let result = ToolResult {
-        call_id: item.call_id,
-        text: content.text.clone(),
-        is_error: false,
-        images: content.images,
-        appendix: content.appendix,
-        message: index,
-    };
-    request.push_result(Item::Result(result), raw, &content);
+    request.push_result(index, item.call_id, item.output, "input_text", false);
 }
