@@ -97,12 +97,9 @@ pub fn replay(body: &str, options: &Options) -> Result<Replay, Failure> {
     for strategy in STRATEGIES {
         let mut previous = String::new();
         for (turn, request) in requests.iter().enumerate() {
-            let sent = apply(strategy, request, tokens(request), options)?;
+            let (sent, live_message) = apply(strategy, request, tokens(request), options)?;
             let common = common_prefix(&previous, &sent);
             let first_changed = first_changed(&previous, &sent);
-            let live_message = (strategy == "staleguard")
-                .then(|| live_message(request))
-                .flatten();
             let (head, tail) = (tokens(&sent[..common]), tokens(&sent[common..]));
             cells.push(Cell {
                 turn: turn + 1,
@@ -158,19 +155,30 @@ fn is_assistant(item: &Value) -> bool {
         )
 }
 
-/// The request a strategy sends for `request`.
+/// The request a strategy sends for `request`, and, for `staleguard`, the first message of
+/// its live page state.
 fn apply(
     strategy: &str,
     request: &str,
     tokens: usize,
     options: &Options,
-) -> Result<String, Failure> {
+) -> Result<(String, Option<usize>), Failure> {
     let on = Config {
         browser_history_compaction: true,
         ..Config::default()
     };
-    Ok(match strategy {
-        "staleguard" => project_request(request, RequestFormat::Auto, &on)?.body,
+    if strategy == "staleguard" {
+        let p = project_request(request, RequestFormat::Auto, &on)?;
+        let live = p
+            .report
+            .results
+            .iter()
+            .filter(|r| r.status == staleguard::Status::Live)
+            .map(|r| r.message)
+            .min();
+        return Ok((p.body, live));
+    }
+    let sent = match strategy {
         "newest-only-placeholder" => {
             let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
             let mut plan = projection::plan(wire.transcript(), &on);
@@ -202,7 +210,8 @@ fn apply(
             wire.write(&edits)
         }
         _ => request.to_string(),
-    })
+    };
+    Ok((sent, None))
 }
 
 /// The list of messages (or input items) of a request.
@@ -225,21 +234,6 @@ fn first_changed(previous: &str, sent: &str) -> Option<usize> {
     }
     let (a, b) = (items(previous), items(sent));
     Some(a.iter().zip(&b).take_while(|(x, y)| x == y).count())
-}
-
-/// The first message of the live page state of a request.
-fn live_message(request: &str) -> Option<usize> {
-    let on = Config {
-        browser_history_compaction: true,
-        ..Config::default()
-    };
-    let p = project_request(request, RequestFormat::Auto, &on).ok()?;
-    p.report
-        .results
-        .iter()
-        .filter(|r| r.status == staleguard::Status::Live)
-        .map(|r| r.message)
-        .min()
 }
 
 /// Bytes the two strings share at the start, at a char boundary.
