@@ -1,6 +1,7 @@
 //! The `staleguard` command.
 
 mod inspect;
+mod mcp;
 mod proxy;
 mod replay;
 
@@ -76,6 +77,10 @@ enum Command {
     },
     /// A drop-in HTTP proxy for OpenAI and Anthropic APIs: point an agent's base URL here.
     Proxy(proxy::ProxyArgs),
+    /// Guard a browser MCP server: `staleguard mcp -- npx @playwright/mcp --headless`.
+    /// Speaks MCP on standard input and output, refuses stale refs and repeated submissions
+    /// before they reach the browser, and adds a read-only `browser_history` tool.
+    Mcp(mcp::McpArgs),
     /// Ask the guard about one proposed browser call, given the request it would follow.
     /// Exits 0 to allow and 3 to refuse, with the refusal text on standard output.
     CheckCall {
@@ -150,6 +155,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Demo { format } => demo(&format),
         Command::CheckCall { call, input } => check_call(&call, &input),
         Command::Proxy(args) => proxy::run(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::Replay {
             session,
             facts,

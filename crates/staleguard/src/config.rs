@@ -27,6 +27,8 @@ pub struct Config {
     pub browser_tools: Vec<String>,
     /// The `[proxy]` table, for `staleguard proxy` (its flags win).
     pub proxy: ProxyConfig,
+    /// The `[mcp]` table, for `staleguard mcp` (its flags win).
+    pub mcp: McpConfig,
 }
 
 /// Settings of the HTTP proxy from the `[proxy]` table. Unset keys take the proxy's
@@ -43,6 +45,20 @@ pub struct ProxyConfig {
     pub max_body_bytes: Option<usize>,
     pub upstream_timeout_secs: Option<u64>,
     pub log_json: Option<bool>,
+}
+
+/// Settings of the MCP guard from the `[mcp]` table. Unset keys take the guard's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Refuse stale refs and repeated submissions (default on).
+    pub guard: Option<bool>,
+    /// Rewrite refs to document-scoped forms such as `d3e7` (default on).
+    pub namespace_refs: Option<bool>,
+    /// Offer the read-only `browser_history` tool (default on).
+    pub history_tool: Option<bool>,
+    /// Observations kept for the guard and the history tool (default 200).
+    pub max_observations: Option<usize>,
 }
 
 impl Default for Config {
@@ -62,6 +78,7 @@ impl Default for Config {
                 .map(|s| s.to_string())
                 .collect(),
             proxy: ProxyConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }
@@ -81,6 +98,7 @@ struct FileLayer {
     request_budget_bytes: Option<usize>,
     browser_tools: Option<Vec<String>>,
     proxy: Option<ProxyConfig>,
+    mcp: Option<McpConfig>,
 }
 
 /// An on/off value in the file: a TOML boolean or one of the on/off words.
@@ -165,6 +183,7 @@ impl Config {
         }
         set(&mut self.browser_tools, layer.browser_tools);
         set(&mut self.proxy, layer.proxy);
+        set(&mut self.mcp, layer.mcp);
         Ok(())
     }
 
@@ -322,6 +341,16 @@ mod tests {
         assert_eq!(c.proxy.routes, ["/openai=https://api.openai.com"]);
         assert_eq!(c.proxy.fail_closed, Some(true));
         assert!(Config::load(Some("[proxy]\nlisen = \"x\""), env_of(&[])).is_err());
+    }
+
+    #[test]
+    fn mcp_table() {
+        let file = "[mcp]\nguard = false\nmax_observations = 20";
+        let c = Config::load(Some(file), env_of(&[])).unwrap();
+        assert_eq!(c.mcp.guard, Some(false));
+        assert_eq!(c.mcp.max_observations, Some(20));
+        assert_eq!(c.mcp.namespace_refs, None);
+        assert!(Config::load(Some("[mcp]\ngaurd = true"), env_of(&[])).is_err());
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub mod transcript;
 pub mod urlnorm;
 
 pub use adapter::{project_request, project_request_with, Projected, RequestFormat};
-pub use config::{Config, ProxyConfig};
+pub use config::{Config, McpConfig, ProxyConfig};
 pub use error::{ConfigError, Error};
 pub use evidence::{EvidenceItem, EvidenceReport};
 pub use observation::{Observation, ObservationFormat, TreeKind};

@@ -420,6 +420,32 @@ impl Session {
         });
     }
 
+    /// Takes in a snapshot the guard fetched itself: the page and its refs are updated, but
+    /// no progress step is counted, because the model took no action.
+    pub fn refresh(&mut self, at: usize, text: &str) {
+        if !is_failed(text) {
+            self.apply(at, text);
+        }
+    }
+
+    /// Whether the result taken in at `at` carried a page tree (it is the newest history entry).
+    pub fn observed_at(&self, at: usize) -> bool {
+        self.history.last().is_some_and(|s| s.item == at)
+    }
+
+    /// Bounds memory for long sessions: keeps the newest `keep` observations, progress steps
+    /// and submissions. The page itself and the no-progress counter are untouched.
+    pub fn forget_oldest(&mut self, keep: usize) {
+        fn trim<T>(list: &mut Vec<T>, keep: usize) {
+            let excess = list.len().saturating_sub(keep);
+            list.drain(..excess);
+        }
+        trim(&mut self.history, keep);
+        trim(&mut self.progress.steps, keep);
+        trim(&mut self.progress.repeated, keep);
+        trim(&mut self.submissions, keep);
+    }
+
     fn apply(&mut self, at: usize, text: &str) {
         match self.page.apply(text) {
             Applied::Tree => {

@@ -1,0 +1,322 @@
+//! An MCP client over standard input and output, the test site, and the real
+//! `@playwright/mcp` servers the end-to-end tests drive.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// The two server versions the tests pin: inline snapshots with positional refs, and
+/// file-linked snapshots.
+pub const VERSIONS: &[&str] = &["0.0.41", "0.0.83"];
+
+const WAIT: Duration = Duration::from_secs(120);
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The server command for `version`, with the flags the site README gives.
+pub fn server_command(version: &str) -> Vec<String> {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "/usr/bin/chromium is missing: install Debian's Chromium (apt-get install -y chromium), or run scripts/test, which does"
+    );
+    let dir = workspace().join(format!("tests/mcp/node/pw-{version}"));
+    let bin = ["playwright-mcp", "mcp-server-playwright"]
+        .iter()
+        .map(|b| dir.join("node_modules/.bin").join(b))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!(
+                "@playwright/mcp {version} is not installed in {}: run `npm ci` there (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1), or run scripts/test, which does",
+                dir.display()
+            )
+        });
+    [
+        bin.to_string_lossy().into_owned(),
+        "--headless".into(),
+        "--isolated".into(),
+        "--no-sandbox".into(),
+        "--executable-path".into(),
+        chromium.to_string_lossy().into_owned(),
+    ]
+    .into()
+}
+
+/// `../shared/site/pages` (or another folder) served on 127.0.0.1.
+pub struct Site {
+    child: Child,
+    pub base: String,
+}
+
+impl Site {
+    pub fn serve(dir: &Path) -> Site {
+        assert!(
+            dir.is_dir(),
+            "{} is missing: the MCP tests serve the shared test site",
+            dir.display()
+        );
+        let mut child = Command::new("python3")
+            .args([
+                "-u",
+                "-m",
+                "http.server",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("http.server banner");
+        // "Serving HTTP on 127.0.0.1 port 40123 (http://127.0.0.1:40123/) ..."
+        let port: u16 = line
+            .split("port ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        Site {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    pub fn shared() -> Site {
+        Site::serve(&workspace().join("../shared/site/pages"))
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A line-oriented MCP client of a child process.
+pub struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+    pub stderr: Arc<Mutex<String>>,
+    /// Every message the client received, in order.
+    pub received: Vec<Value>,
+    /// The name of the ref argument the server's tools take (`ref` or `target`).
+    pub ref_key: String,
+}
+
+impl Client {
+    /// Starts `program args` and initialises the MCP session.
+    pub fn start(program: &str, args: &[String]) -> Client {
+        let mut client = Client::spawn(program, args);
+        client.initialize();
+        client
+    }
+
+    /// `staleguard mcp [flags] -- <server>`.
+    pub fn guarded(flags: &[&str], server: &[String]) -> Client {
+        let mut args: Vec<String> = vec!["mcp".into()];
+        args.extend(flags.iter().map(|s| s.to_string()));
+        args.push("--".into());
+        args.extend(server.iter().cloned());
+        Client::start(env!("CARGO_BIN_EXE_staleguard"), &args)
+    }
+
+    pub fn spawn(program: &str, args: &[String]) -> Client {
+        // Servers from 0.0.69 write snapshot files under their working folder.
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cwd =
+            std::env::temp_dir().join(format!("staleguard-mcp-e2e-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&cwd).expect("working folder");
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let (tx, lines) = channel();
+        let stdout = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let err = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 0,
+            stderr,
+            received: Vec::new(),
+            ref_key: "ref".into(),
+        }
+    }
+
+    fn initialize(&mut self) {
+        let init = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": false}},
+                   "clientInfo": {"name": "staleguard-e2e", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let tools = self.tools();
+        let click = tools
+            .iter()
+            .find(|t| t["name"] == "browser_click")
+            .unwrap_or_else(|| panic!("no browser_click in {tools:?}"));
+        if click["inputSchema"]["properties"].get("target").is_some() {
+            self.ref_key = "target".into();
+        }
+    }
+
+    pub fn tools(&mut self) -> Vec<Value> {
+        let list = self.request("tools/list", json!({}));
+        list["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/list: {list}"))
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line from the server, answering its own requests on the way.
+    pub fn receive(&mut self) -> Value {
+        loop {
+            let line = self.lines.recv_timeout(WAIT).unwrap_or_else(|_| {
+                panic!(
+                    "no answer in {WAIT:?}; stderr:\n{}",
+                    self.stderr.lock().unwrap()
+                )
+            });
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not JSON from the server ({e}): {line:.300}"));
+            self.received.push(message.clone());
+            match (message.get("method"), message.get("id")) {
+                (Some(method), Some(id)) => {
+                    let result = match method.as_str() {
+                        Some("roots/list") => json!({"roots": []}),
+                        _ => json!({}),
+                    };
+                    self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                }
+                (Some(_), None) => {}
+                _ => return message,
+            }
+        }
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.receive();
+            if message.get("id") == Some(&id) {
+                return message;
+            }
+        }
+    }
+
+    /// A tool call: the result object.
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: no result: {answer}"))
+    }
+
+    /// Closes the client's side and waits for the exit code.
+    pub fn finish(mut self) -> Option<i32> {
+        self.stdin = None;
+        wait_timeout(&mut self.child, Duration::from_secs(60))
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "the process did not exit in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The text parts of a result, joined.
+pub fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == json!(true)
+}
+
+/// The ref of the element whose line holds `role "name"`.
+pub fn find_ref(page: &str, role: &str, name: &str) -> String {
+    let needle = format!("{role} \"{name}\"");
+    page.lines()
+        .filter(|l| l.contains(&needle))
+        .find_map(|l| {
+            let start = l.find("[ref=")? + 5;
+            let end = l[start..].find(']')? + start;
+            Some(l[start..end].to_string())
+        })
+        .unwrap_or_else(|| panic!("no {needle} with a ref in:\n{page}"))
+}

@@ -1,0 +1,548 @@
+//! The relay: one MCP session between a client and a browser server, as a state machine
+//! over newline-delimited JSON-RPC messages. It does no I/O, so every decision can be
+//! tested without a process; [`crate::run`] feeds it lines and writes what it returns.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::{json, Map, Value};
+use staleguard::guard::{self, Refusal, Verdict};
+use staleguard::progress::{self, Session};
+use staleguard::tools::BrowserTools;
+use staleguard::Config;
+
+use crate::history::History;
+use crate::scope;
+
+/// The tool the relay adds to the server's tools.
+pub const HISTORY_TOOL: &str = "browser_history";
+
+/// The prefix of the ids of the relay's own requests to the server.
+const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
+
+/// How the relay behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Refuse stale refs and repeated submissions, namespace refs, append guidance.
+    pub guard: bool,
+    /// Rewrite refs to document-scoped forms (with the guard only).
+    pub namespace_refs: bool,
+    /// Offer `browser_history`.
+    pub history_tool: bool,
+    /// Observations kept for the guard and the history tool.
+    pub max_observations: usize,
+    pub config: Config,
+}
+
+impl Options {
+    /// The defaults of `staleguard mcp` under `config`'s `[mcp]` table.
+    pub fn from_config(config: Config) -> Self {
+        let mcp = config.mcp.clone();
+        Options {
+            guard: mcp.guard.unwrap_or(true),
+            namespace_refs: mcp.namespace_refs.unwrap_or(true),
+            history_tool: mcp.history_tool.unwrap_or(true),
+            max_observations: mcp.max_observations.unwrap_or(200).max(1),
+            config,
+        }
+    }
+}
+
+/// A line to write, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    ToServer(Vec<u8>),
+    ToClient(Vec<u8>),
+}
+
+/// A client request the relay waits to see answered.
+enum Pending {
+    ToolsList,
+    BrowserCall,
+}
+
+/// A browser call held back until the relay's own fresh snapshot is answered.
+struct Parked {
+    own_id: String,
+    id: Value,
+    message: Value,
+}
+
+/// Documents the model has seen, numbered in order; a new number starts whenever the page
+/// (tab, URL, document) differs from the one before.
+#[derive(Default)]
+struct Documents {
+    number: u32,
+    key: Option<String>,
+    /// `(number, url, observation id)` of recent documents.
+    seen: VecDeque<(u32, String, String)>,
+}
+
+impl Documents {
+    fn enter(&mut self, key: String, url: &str, observation: &str, keep: usize) -> u32 {
+        if self.key.as_ref() != Some(&key) {
+            self.number += 1;
+            self.key = Some(key);
+            self.seen
+                .push_back((self.number, url.to_string(), observation.to_string()));
+            while self.seen.len() > keep {
+                self.seen.pop_front();
+            }
+        } else if let Some(last) = self.seen.back_mut() {
+            last.2 = observation.to_string();
+        }
+        self.number
+    }
+
+    fn describe(&self, number: u32) -> Option<String> {
+        let (_, url, id) = self.seen.iter().find(|d| d.0 == number)?;
+        Some(format!("document {number}, observation {id} at {url}"))
+    }
+}
+
+/// One MCP session.
+pub struct Relay {
+    options: Options,
+    tools: BrowserTools,
+    session: Session,
+    /// Index of the next call or result, as the core's session counts them.
+    step: usize,
+    pending: HashMap<String, Pending>,
+    parked: Option<Parked>,
+    /// Client lines that arrived while a call was parked, in order.
+    queue: VecDeque<Vec<u8>>,
+    own_requests: u64,
+    documents: Documents,
+    history: History,
+    /// The server offers its own `browser_history`: the relay then leaves that name alone.
+    server_has_history: bool,
+}
+
+impl Relay {
+    pub fn new(options: Options) -> Self {
+        Relay {
+            tools: BrowserTools::new(&options.config.browser_tools),
+            session: Session::new(&options.config),
+            history: History::new(options.max_observations),
+            options,
+            step: 0,
+            pending: HashMap::new(),
+            parked: None,
+            queue: VecDeque::new(),
+            own_requests: 0,
+            documents: Documents::default(),
+            server_has_history: false,
+        }
+    }
+
+    /// The core session, for tests and reports.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Takes one line from the client.
+    pub fn from_client(&mut self, line: &[u8]) -> Vec<Output> {
+        if self.parked.is_some() {
+            self.queue.push_back(line.to_vec());
+            return Vec::new();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Vec::new();
+        }
+        let message: Value = match serde_json::from_slice(line) {
+            Ok(message) => message,
+            Err(e) => return vec![to_client(&parse_error(&e))],
+        };
+        let (Some(id), Some(method)) = (message.get("id"), method(&message)) else {
+            return vec![Output::ToServer(line.to_vec())];
+        };
+        let id = id.clone();
+        match method {
+            "tools/list" if self.offers_history() => {
+                self.pending.insert(id_key(&id), Pending::ToolsList);
+                vec![Output::ToServer(line.to_vec())]
+            }
+            "tools/call" => self.tool_call(line, id, message),
+            _ => vec![Output::ToServer(line.to_vec())],
+        }
+    }
+
+    /// Takes one line from the server.
+    pub fn from_server(&mut self, line: &[u8]) -> Vec<Output> {
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+            return vec![Output::ToClient(line.to_vec())];
+        };
+        let is_response = method(&message).is_none();
+        let key = match message.get("id") {
+            Some(id) if is_response => id_key(id),
+            _ => return vec![Output::ToClient(line.to_vec())],
+        };
+        if self
+            .parked
+            .as_ref()
+            .is_some_and(|p| id_key(&json!(p.own_id)) == key)
+        {
+            return self.fresh_snapshot(&message);
+        }
+        match self.pending.remove(&key) {
+            Some(Pending::ToolsList) => {
+                if self.add_history_tool(&mut message) {
+                    vec![to_client(&message)]
+                } else {
+                    vec![Output::ToClient(line.to_vec())]
+                }
+            }
+            Some(Pending::BrowserCall) => {
+                let step = self.next_step();
+                if self.browser_result(&mut message, step) {
+                    vec![to_client(&message)]
+                } else {
+                    vec![Output::ToClient(line.to_vec())]
+                }
+            }
+            None => vec![Output::ToClient(line.to_vec())],
+        }
+    }
+
+    fn offers_history(&self) -> bool {
+        self.options.history_tool && !self.server_has_history
+    }
+
+    fn tool_call(&mut self, line: &[u8], id: Value, message: Value) -> Vec<Output> {
+        let params = message.get("params");
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name == HISTORY_TOOL && self.offers_history() {
+            let arguments = params.and_then(|p| p.get("arguments"));
+            let result = self.history.answer(arguments, self.step_count());
+            return vec![to_client(&response(&id, result))];
+        }
+        if !self.tools.is_browser(&name) {
+            return vec![Output::ToServer(line.to_vec())];
+        }
+        if !self.options.guard {
+            self.take_call(&id, &name, &arguments_of(&message));
+            return vec![Output::ToServer(line.to_vec())];
+        }
+        let arguments = arguments_of(&message);
+        let has_refs = !guard::targets(&arguments.to_string()).is_empty();
+        if has_refs && self.session.page_unseen {
+            return self.park(id, message);
+        }
+        self.decide(id, message)
+    }
+
+    /// Guards one browser call against the newest page: refuses it, or forwards it with its
+    /// refs mapped back to the server's.
+    fn decide(&mut self, id: Value, mut message: Value) -> Vec<Output> {
+        let name = message
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut arguments = arguments_of(&message);
+        if self.options.namespace_refs {
+            if let Err(text) = self.unscope_arguments(&mut arguments) {
+                return vec![to_client(&refusal(&id, &text))];
+            }
+        }
+        let raw = arguments.to_string();
+        match guard::check_in(&self.session, &name, &raw, &self.options.config) {
+            Verdict::Refuse { why, message } => {
+                let mut text = message;
+                if why == Refusal::RepeatedSubmission {
+                    if let Some(step) = self.session.progress.last() {
+                        text = format!("{text}\n\n{}", progress::guidance(step));
+                    }
+                }
+                if why == Refusal::NeedsSnapshot {
+                    text.push_str(" (staleguard could not take one for you.)");
+                }
+                vec![to_client(&refusal(&id, &text))]
+            }
+            Verdict::Allow { .. } => {
+                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    params.insert("arguments".into(), arguments.clone());
+                }
+                self.take_call(&id, &name, &arguments);
+                vec![to_server(&message)]
+            }
+        }
+    }
+
+    fn take_call(&mut self, id: &Value, name: &str, arguments: &Value) {
+        let step = self.next_step();
+        self.session.call(step, name, &arguments.to_string());
+        self.pending.insert(id_key(id), Pending::BrowserCall);
+    }
+
+    fn next_step(&mut self) -> usize {
+        let step = self.step;
+        self.step += 1;
+        step
+    }
+
+    /// Browser results so far, for "steps old".
+    fn step_count(&self) -> usize {
+        self.session.progress.steps.len()
+    }
+
+    /// Maps scoped refs back to the server's refs; a ref from another document is refused.
+    fn unscope_arguments(&self, arguments: &mut Value) -> Result<(), String> {
+        let current = self.documents.number;
+        let mut failure = None;
+        for_each_ref(arguments, |value| {
+            let (doc, id) = scope::unscope(value)?;
+            if doc == current {
+                return Some(id.to_string());
+            }
+            failure.get_or_insert_with(|| self.foreign_ref(value, doc));
+            None
+        });
+        failure.map_or(Ok(()), Err)
+    }
+
+    fn foreign_ref(&self, value: &str, doc: u32) -> String {
+        let newest = self
+            .documents
+            .describe(self.documents.number)
+            .unwrap_or_else(|| "no page yet".into());
+        let origin = match self.documents.describe(doc) {
+            Some(origin) if doc < self.documents.number => {
+                format!("comes from an older page ({origin}); it is stale")
+            }
+            _ if doc < self.documents.number => {
+                format!("comes from an older page (document {doc}); it is stale")
+            }
+            _ => "names no page the model has seen".into(),
+        };
+        format!(
+            "staleguard refused this call: ref {value} {origin}. The newest page is {newest}. Take a fresh snapshot (browser_snapshot) and act only on the refs it shows."
+        )
+    }
+
+    /// Holds the call and asks the server for a snapshot of its own.
+    fn park(&mut self, id: Value, message: Value) -> Vec<Output> {
+        self.own_requests += 1;
+        let mut own_id = format!("{OWN_ID_PREFIX}{}", self.own_requests);
+        while self.pending.contains_key(&id_key(&json!(own_id))) {
+            own_id.push('_');
+        }
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": own_id,
+            "method": "tools/call",
+            "params": {"name": "browser_snapshot", "arguments": {}},
+        });
+        self.parked = Some(Parked {
+            own_id,
+            id,
+            message,
+        });
+        vec![to_server(&request)]
+    }
+
+    /// The server answered the relay's own snapshot: take it in, decide the held call, then
+    /// the lines that queued behind it.
+    fn fresh_snapshot(&mut self, message: &Value) -> Vec<Output> {
+        let Some(parked) = self.parked.take() else {
+            return Vec::new();
+        };
+        if let Some(result) = message.get("result") {
+            if !is_error(result) {
+                let text = result_text(result);
+                let step = self.next_step();
+                self.session.refresh(step, &text);
+                if self.session.observed_at(step) {
+                    self.enter_document(&text);
+                }
+            }
+        }
+        let mut out = self.decide(parked.id, parked.message);
+        while self.parked.is_none() {
+            let Some(line) = self.queue.pop_front() else {
+                break;
+            };
+            out.extend(self.from_client(&line));
+        }
+        out
+    }
+
+    fn enter_document(&mut self, text: &str) -> u32 {
+        let page = &self.session.page;
+        let tab = page.tabs.iter().find(|t| t.2).map(|t| t.0).unwrap_or(0);
+        let key = format!("{tab}\u{0}{}\u{0}{}", page.url, page.document);
+        let observation = staleguard::receipt::observation_id(text);
+        let url = page.url.clone();
+        self.documents
+            .enter(key, &url, &observation, self.options.max_observations)
+    }
+
+    /// Takes in a browser result and edits what the client sees. Returns whether it changed.
+    fn browser_result(&mut self, message: &mut Value, step: usize) -> bool {
+        let Some(result) = message.get_mut("result") else {
+            // A JSON-RPC error: a failed step.
+            let text = message
+                .get("error")
+                .map(Value::to_string)
+                .unwrap_or_default();
+            self.session.result(step, &text, true);
+            return false;
+        };
+        let text = result_text(result);
+        self.session.result(step, &text, is_error(result));
+        self.session.forget_oldest(self.options.max_observations);
+        let mut changed = false;
+        if self.session.observed_at(step) {
+            let doc = self.enter_document(&text);
+            let page = &self.session.page;
+            self.history
+                .record(&text, &page.url, &page.title, self.step_count());
+            if self.options.guard && self.options.namespace_refs {
+                changed |= scope_result(result, doc, |id| page.refs.contains_key(id));
+            }
+        }
+        if self.options.guard {
+            if let Some(step) = self.session.progress.last().filter(|s| s.stalled) {
+                push_text(result, progress::guidance(step));
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Appends `browser_history` to the last page of the server's tools.
+    fn add_history_tool(&mut self, message: &mut Value) -> bool {
+        let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
+            return false;
+        };
+        if result.get("nextCursor").is_some_and(|c| !c.is_null()) {
+            return false;
+        }
+        let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+            return false;
+        };
+        if tools
+            .iter()
+            .any(|t| t.get("name") == Some(&json!(HISTORY_TOOL)))
+        {
+            self.server_has_history = true;
+            return false;
+        }
+        tools.push(crate::history::tool_definition());
+        true
+    }
+}
+
+fn method(message: &Value) -> Option<&str> {
+    message.get("method").and_then(Value::as_str)
+}
+
+/// Ids compare as JSON: `1` and `"1"` are different requests.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn arguments_of(message: &Value) -> Value {
+    message
+        .pointer("/params/arguments")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+fn is_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+/// The text parts of a tool result, joined.
+pub fn result_text(result: &Value) -> String {
+    let parts = result.get("content").and_then(Value::as_array);
+    parts
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn scope_result(result: &mut Value, doc: u32, is_ref: impl Fn(&str) -> bool) -> bool {
+    let mut changed = false;
+    let parts = result.get_mut("content").and_then(Value::as_array_mut);
+    for part in parts.into_iter().flatten() {
+        if part.get("type").and_then(Value::as_str) != Some("text") {
+            continue;
+        }
+        let Some(Value::String(text)) = part.get_mut("text") else {
+            continue;
+        };
+        if let std::borrow::Cow::Owned(scoped) = scope::scope_text(text, doc, &is_ref) {
+            *text = scoped;
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Adds a text part of its own, so that page text can never pose as it.
+fn push_text(result: &mut Value, text: String) {
+    if let Some(parts) = result.get_mut("content").and_then(Value::as_array_mut) {
+        parts.push(json!({"type": "text", "text": text}));
+    } else if let Some(object) = result.as_object_mut() {
+        object.insert("content".into(), json!([{"type": "text", "text": text}]));
+    }
+}
+
+/// Calls `map` on every ref-bearing string of a call's arguments (top level and
+/// `fields[]`), replacing the value where it returns one.
+fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<String>) {
+    let mut visit = |object: &mut Map<String, Value>| {
+        for key in guard::REF_KEYS {
+            if let Some(Value::String(value)) = object.get_mut(*key) {
+                if let Some(new) = map(value) {
+                    *value = new;
+                }
+            }
+        }
+    };
+    let Some(top) = arguments.as_object_mut() else {
+        return;
+    };
+    visit(top);
+    if let Some(Value::Array(fields)) = top.get_mut("fields") {
+        fields
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+            .for_each(visit);
+    }
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A tool error the model reads: the call never reached the server.
+fn refusal(id: &Value, text: &str) -> Value {
+    response(
+        id,
+        json!({"content": [{"type": "text", "text": text}], "isError": true}),
+    )
+}
+
+fn parse_error(e: &serde_json::Error) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {e}")},
+    })
+}
+
+fn to_client(message: &Value) -> Output {
+    Output::ToClient(message.to_string().into_bytes())
+}
+
+fn to_server(message: &Value) -> Output {
+    Output::ToServer(message.to_string().into_bytes())
+}
