@@ -253,9 +253,11 @@ impl Relay {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
-                    if let Some(step) = self.session.progress.last() {
-                        text = format!("{text}\n\n{}", progress::guidance(step));
-                    }
+                    let guidance = match self.session.progress.last() {
+                        Some(step) if step.stalled => progress::guidance(step),
+                        _ => progress::submission_guidance(),
+                    };
+                    text = format!("{text}\n\n{guidance}");
                 }
                 if why == Refusal::NeedsSnapshot {
                     text.push_str(" (staleguard could not take one for you.)");

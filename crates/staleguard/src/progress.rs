@@ -469,6 +469,13 @@ pub fn track(transcript: &Transcript<'_>, config: &Config) -> Progress {
     Session::replay(transcript, config, |_, _, _, _| {}).progress
 }
 
+/// The guidance that goes with a refused repeated submission.
+pub fn submission_guidance() -> String {
+    format!(
+        "{GUIDANCE_HEADER} This submission was already made, and the page does not show that it failed. Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
+    )
+}
+
 /// The guidance appended to the newest browser result when the session is stalled.
 pub fn guidance(step: &Step) -> String {
     format!(

@@ -1,0 +1,296 @@
+//! The relay as a state machine: pass-through, ids, the guard's own snapshots, bad input,
+//! bounded memory, and the recorded 0.0.41 session that cancelled an order.
+
+use serde_json::{json, Value};
+use staleguard::Config;
+use staleguard_mcp::{Options, Output, Relay};
+
+fn relay() -> Relay {
+    Relay::new(Options::from_config(Config::default()))
+}
+
+fn line(v: &Value) -> Vec<u8> {
+    v.to_string().into_bytes()
+}
+
+fn to_client(out: &[Output]) -> Vec<Value> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::ToClient(l) => Some(serde_json::from_slice(l).expect("JSON to the client")),
+            _ => None,
+        })
+        .collect()
+}
+
+fn to_server(out: &[Output]) -> Vec<Value> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::ToServer(l) => Some(serde_json::from_slice(l).expect("JSON to the server")),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(id: Value, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+fn result(id: Value, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+}
+
+fn tree(url: &str, lines: &str) -> String {
+    format!("### Page state\n- Page URL: {url}\n- Page Title: Shop\n- Page Snapshot:\n```yaml\n{lines}\n```")
+}
+
+fn report(url: &str) -> String {
+    format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n- [Snapshot](.playwright-mcp/page-1.yml)")
+}
+
+#[test]
+fn what_it_does_not_act_on_passes_byte_for_byte() {
+    let mut r = relay();
+    let client_lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01","capabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc": "2.0", "id": "r-1", "result": {"roots": []}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"get_weather","arguments":{"ref":"e1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":10,"method":"resources/list"}"#,
+        r#"[{"jsonrpc":"2.0","id":11,"method":"ping"}]"#,
+    ];
+    for l in client_lines {
+        assert_eq!(
+            r.from_client(l.as_bytes()),
+            vec![Output::ToServer(l.as_bytes().to_vec())]
+        );
+    }
+    let server_lines = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2099-01-01","capabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","id":"r-1","method":"roots/list"}"#,
+        r#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"[ref=e1] sunny"}]}}"#,
+        "not json from the server",
+    ];
+    for l in server_lines {
+        assert_eq!(
+            r.from_server(l.as_bytes()),
+            vec![Output::ToClient(l.as_bytes().to_vec())]
+        );
+    }
+}
+
+#[test]
+fn ids_match_as_json_values() {
+    let mut r = relay();
+    r.from_client(&line(
+        &json!({"jsonrpc": "2.0", "id": "7", "method": "tools/list"}),
+    ));
+    r.from_client(&line(&call(
+        json!(7),
+        "browser_navigate",
+        json!({"url": "http://a/"}),
+    )));
+    let page = tree("http://a/", "- button \"Buy\" [ref=e1]");
+    let out = to_client(&r.from_server(&line(&result(json!(7), &page))));
+    assert_eq!(out[0]["id"], json!(7));
+    assert!(out[0].to_string().contains("[ref=d1e1]"), "{}", out[0]);
+    let tools =
+        json!({"jsonrpc": "2.0", "id": "7", "result": {"tools": [{"name": "browser_click"}]}});
+    let out = to_client(&r.from_server(&line(&tools)));
+    assert_eq!(out[0]["id"], json!("7"));
+    assert_eq!(
+        out[0]["result"]["tools"][1]["name"],
+        json!("browser_history")
+    );
+}
+
+#[test]
+fn a_paged_tool_list_gets_the_tool_on_its_last_page() {
+    let mut r = relay();
+    r.from_client(&line(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ));
+    let first = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [], "nextCursor": "p2"}});
+    assert_eq!(
+        r.from_server(&line(&first)),
+        vec![Output::ToClient(line(&first))]
+    );
+    r.from_client(&line(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "p2"}}),
+    ));
+    let last =
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "browser_history"}]}});
+    // The server has its own browser_history: the relay leaves the name to it.
+    assert_eq!(
+        r.from_server(&line(&last)),
+        vec![Output::ToClient(line(&last))]
+    );
+    let own = line(&call(json!(3), "browser_history", json!({})));
+    assert_eq!(r.from_client(&own), vec![Output::ToServer(own.clone())]);
+}
+
+#[test]
+fn malformed_lines_get_a_parse_error_and_the_session_goes_on() {
+    let mut r = relay();
+    let out = to_client(&r.from_client(b"{\"jsonrpc\": \"2.0\", \"id\": 1, "));
+    assert_eq!(out[0]["error"]["code"], json!(-32700));
+    assert_eq!(out[0]["id"], Value::Null);
+    assert!(r.from_client(b"   ").is_empty(), "blank lines are dropped");
+    let ping = br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    assert_eq!(r.from_client(ping), vec![Output::ToServer(ping.to_vec())]);
+}
+
+/// A relay whose newest page is a file-linked report: its refs are unknown.
+fn on_file_linked_page() -> Relay {
+    let mut r = relay();
+    r.from_client(&line(&call(
+        json!(1),
+        "browser_navigate",
+        json!({"url": "http://a/"}),
+    )));
+    r.from_server(&line(&result(json!(1), &report("http://a/"))));
+    r
+}
+
+/// A file-linked page: the guard asks for a snapshot of its own, holds the call and every
+/// line behind it, and never shows its own request to the client.
+#[test]
+fn file_linked_pages_get_a_fresh_snapshot_first() {
+    let mut r = on_file_linked_page();
+    // The model read the refs from the snapshot file: raw refs.
+    let click = call(
+        json!(2),
+        "browser_click",
+        json!({"element": "Buy button", "target": "e2"}),
+    );
+    let out = r.from_client(&line(&click));
+    let own = to_server(&out);
+    assert_eq!(own.len(), 1);
+    assert_eq!(own[0]["params"]["name"], json!("browser_snapshot"));
+    let own_id = own[0]["id"].clone();
+    assert!(to_client(&out).is_empty());
+    let ping = br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    assert!(r.from_client(ping).is_empty(), "held behind the call");
+    let fresh = tree("http://a/", "- button \"Buy\" [ref=e2]");
+    let out = r.from_server(&line(&result(own_id.clone(), &fresh)));
+    let forwarded = to_server(&out);
+    assert_eq!(forwarded[0]["id"], json!(2));
+    assert_eq!(forwarded[0]["params"]["arguments"]["target"], json!("e2"));
+    assert_eq!(forwarded[1]["id"], json!(3), "then the held ping");
+    assert!(
+        to_client(&out).is_empty(),
+        "the own snapshot is never shown"
+    );
+    // A stale ref after a navigation the model has not looked at.
+    r.from_server(&line(&result(json!(2), &report("http://a/done"))));
+    let out = r.from_client(&line(&call(
+        json!(4),
+        "browser_click",
+        json!({"target": "e2"}),
+    )));
+    let own_id = to_server(&out)[0]["id"].clone();
+    let done = tree("http://a/done", "- button \"Cancel this order\" [ref=e3]");
+    let out = to_client(&r.from_server(&line(&result(own_id, &done))));
+    assert_eq!(out[0]["id"], json!(4));
+    assert_eq!(out[0]["result"]["isError"], json!(true), "{}", out[0]);
+}
+
+#[test]
+fn a_failed_fresh_snapshot_refuses_the_call() {
+    let mut r = on_file_linked_page();
+    let out = r.from_client(&line(&call(
+        json!(2),
+        "browser_click",
+        json!({"target": "e2"}),
+    )));
+    let own_id = to_server(&out)[0]["id"].clone();
+    let error =
+        json!({"jsonrpc": "2.0", "id": own_id, "error": {"code": -32603, "message": "closed"}});
+    let out = to_client(&r.from_server(&line(&error)));
+    assert_eq!(out[0]["id"], json!(2));
+    let text = out[0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(text.contains("fresh snapshot"), "{text}");
+}
+
+#[test]
+fn memory_is_bounded() {
+    let mut options = Options::from_config(Config::default());
+    options.max_observations = 3;
+    let mut r = Relay::new(options);
+    for i in 0..10 {
+        r.from_client(&line(&call(
+            json!(i),
+            "browser_navigate",
+            json!({"url": format!("http://a/{i}")}),
+        )));
+        let page = tree(
+            &format!("http://a/{i}"),
+            &format!("- button \"B{i}\" [ref=e{i}]"),
+        );
+        r.from_server(&line(&result(json!(i), &page)));
+    }
+    assert!(r.session().history.len() <= 3);
+    assert!(r.session().progress.steps.len() <= 3);
+    let out = to_client(&r.from_client(&line(&call(json!(99), "browser_history", json!({})))));
+    let list = out[0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert_eq!(
+        list.lines().filter(|l| l.starts_with("- ")).count(),
+        3,
+        "{list}"
+    );
+    assert!(
+        list.contains("http://a/9") && !list.contains("http://a/6"),
+        "{list}"
+    );
+}
+
+/// The recorded 0.0.41 session, replayed through the relay with the recorded client's raw
+/// refs: the call that cancelled the order, and the second "Place order", never reach the
+/// server.
+#[test]
+fn the_recorded_order_session_loses_no_order() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/pwmcp-0.0.41/order.mcp.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("the shared 0.0.41 order recording");
+    let mut r = relay();
+    let mut forwarded = std::collections::HashSet::new();
+    let mut refused = Vec::new();
+    for l in text.lines() {
+        let record: Value = serde_json::from_str(l).expect("record");
+        let msg = &record["msg"];
+        if record["dir"] == "client->server" {
+            let out = r.from_client(&line(msg));
+            for m in to_server(&out) {
+                forwarded.insert(m["id"].to_string());
+            }
+            for m in to_client(&out) {
+                refused.push((
+                    m["id"].clone(),
+                    m["result"]["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                ));
+            }
+        } else if msg.get("method").is_some() || forwarded.contains(&msg["id"].to_string()) {
+            r.from_server(&line(msg));
+        }
+    }
+    let ids: Vec<&Value> = refused.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, [&json!(11), &json!(13)], "{refused:?}");
+    assert!(
+        refused[0].1.contains("Cancel this order"),
+        "{}",
+        refused[0].1
+    );
+    assert!(refused[1].1.contains("repeats"), "{}", refused[1].1);
+}
