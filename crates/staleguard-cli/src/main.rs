@@ -77,6 +77,15 @@ enum Command {
     },
     /// A drop-in HTTP proxy for OpenAI and Anthropic APIs: point an agent's base URL here.
     Proxy(proxy::ProxyArgs),
+    /// Read back the observations of a request body (SPEC 6): list them, or print one by the
+    /// ID its receipt shows, with every ref neutralised, under a banner that says it is stale.
+    Archive {
+        #[command(flatten)]
+        input: InputArgs,
+        /// The observation ID (8 hex digits, as receipts and the list show it).
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// Guard a browser MCP server: `staleguard mcp -- npx @playwright/mcp --headless`.
     /// Speaks MCP on standard input and output, refuses stale refs and repeated submissions
     /// before they reach the browser, and adds a read-only `browser_history` tool.
@@ -156,6 +165,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::CheckCall { call, input } => check_call(&call, &input),
         Command::Proxy(args) => proxy::run(args),
         Command::Mcp(args) => mcp::run(args),
+        Command::Archive { input, id } => archive(&input, id.as_deref()),
         Command::Replay {
             session,
             facts,
@@ -249,6 +259,25 @@ fn load(args: &InputArgs) -> Result<(String, RequestFormat, Config), Failure> {
     config.browser_history_compaction = true;
     let body = read_input(args.input.as_deref())?;
     Ok((body, format, config))
+}
+
+fn archive(input: &InputArgs, id: Option<&str>) -> Result<(), Failure> {
+    let (body, format, config) = load(input)?;
+    let (request, _, _) = staleguard::adapter::read_request(&body, format)?;
+    let transcript = request.into_transcript();
+    let (archive, now) = staleguard::archive::Archive::of_transcript(&transcript, &config);
+    let text = match id {
+        None => archive.list(now),
+        Some(id) => {
+            let old = archive.read_back(id.trim(), now).ok_or_else(|| {
+                Failure::Message(format!(
+                    "no observation {id:?} in the request; `staleguard archive` without --id lists them"
+                ))
+            })?;
+            format!("{}\n{}", old.banner, old.text)
+        }
+    };
+    write_stdout(format!("{text}\n").as_bytes())
 }
 
 fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {

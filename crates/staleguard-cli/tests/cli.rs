@@ -335,3 +335,31 @@ fn inspect_shows_fingerprints_progress_and_verdicts() {
         .count();
     assert_eq!(refused, 2, "the stale Place order and the repeated one");
 }
+
+/// `archive` lists the observations and reads one back by the ID its receipt shows.
+#[test]
+fn archive_reads_back_what_a_receipt_names() {
+    let order = fixture("pwmcp-0.0.41/order.openai.json");
+    let order = order.to_str().expect("path");
+    let projected = run(&["project", order], None);
+    let body = String::from_utf8_lossy(&projected.stdout).into_owned();
+    let at = body.find("observation=").expect("a receipt") + "observation=".len();
+    let id = &body[at..at + 8];
+    let list = run(&["archive", order], None);
+    assert!(list.status.success());
+    assert!(String::from_utf8_lossy(&list.stdout).contains(id));
+    let old = run(&["archive", order, "--id", id], None);
+    assert!(old.status.success());
+    let text = String::from_utf8_lossy(&old.stdout);
+    assert!(
+        text.starts_with("[staleguard archive] STALE observation"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Order a widget") && !text.contains("[ref="),
+        "{text}"
+    );
+    let missing = run(&["archive", order, "--id", "00000000"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("without --id lists them"));
+}

@@ -155,11 +155,16 @@ fn order_flow(version: &str) {
 
     history_is_read_only(&mut c);
     no_own_ids_leaked(&c);
+    let code = c.finish_keeping_stderr();
     let stderr = c.stderr.lock().unwrap().clone();
     assert_eq!(
-        c.finish(),
+        code,
         Some(0),
         "clean exit when the client closes; stderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("staleguard mcp: refused browser_click"),
+        "the operator sees refusals: {stderr}"
     );
 }
 

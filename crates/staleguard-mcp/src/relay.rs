@@ -10,8 +10,8 @@ use staleguard::progress::{self, Session};
 use staleguard::tools::BrowserTools;
 use staleguard::Config;
 
-use crate::history::History;
 use crate::scope;
+use staleguard::archive::Archive;
 
 /// The tool the relay adds to the server's tools.
 pub const HISTORY_TOOL: &str = "browser_history";
@@ -112,9 +112,13 @@ pub struct Relay {
     queue: VecDeque<Vec<u8>>,
     own_requests: u64,
     documents: Documents,
-    history: History,
+    archive: Archive,
+    /// Browser results so far (the session's own list is bounded).
+    browser_results: usize,
     /// The server offers its own `browser_history`: the relay then leaves that name alone.
     server_has_history: bool,
+    /// What the relay did, for the operator's log; never page text or arguments.
+    notes: Vec<String>,
 }
 
 impl Relay {
@@ -122,7 +126,8 @@ impl Relay {
         Relay {
             tools: BrowserTools::new(&options.config.browser_tools),
             session: Session::new(&options.config),
-            history: History::new(options.max_observations),
+            archive: Archive::new(options.max_observations),
+            browser_results: 0,
             options,
             step: 0,
             pending: HashMap::new(),
@@ -131,12 +136,23 @@ impl Relay {
             own_requests: 0,
             documents: Documents::default(),
             server_has_history: false,
+            notes: Vec::new(),
         }
     }
 
     /// The core session, for tests and reports.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// What the relay did since the last call (refusals, its own snapshots, guidance), one
+    /// line each, for standard error.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn note(&mut self, line: String) {
+        self.notes.push(line);
     }
 
     /// Takes one line from the client.
@@ -216,7 +232,7 @@ impl Relay {
             .to_string();
         if name == HISTORY_TOOL && self.offers_history() {
             let arguments = params.and_then(|p| p.get("arguments"));
-            let result = self.history.answer(arguments, self.step_count());
+            let result = crate::history::answer(&self.archive, arguments, self.browser_results);
             return vec![to_client(&response(&id, result))];
         }
         if !self.tools.is_browser(&name) {
@@ -245,6 +261,7 @@ impl Relay {
         let mut arguments = arguments_of(&message);
         if self.options.namespace_refs {
             if let Err(text) = self.unscope_arguments(&mut arguments) {
+                self.note(format!("refused {name}: a ref from another document"));
                 return vec![to_client(&refusal(&id, &text))];
             }
         }
@@ -262,6 +279,7 @@ impl Relay {
                 if why == Refusal::NeedsSnapshot {
                     text.push_str(" (staleguard could not take one for you.)");
                 }
+                self.note(format!("refused {name}: {why:?}"));
                 vec![to_client(&refusal(&id, &text))]
             }
             Verdict::Allow { .. } => {
@@ -284,11 +302,6 @@ impl Relay {
         let step = self.step;
         self.step += 1;
         step
-    }
-
-    /// Browser results so far, for "steps old".
-    fn step_count(&self) -> usize {
-        self.session.progress.steps.len()
     }
 
     /// Maps scoped refs back to the server's refs; a ref from another document is refused.
@@ -327,6 +340,7 @@ impl Relay {
 
     /// Holds the call and asks the server for a snapshot of its own.
     fn park(&mut self, id: Value, message: Value) -> Vec<Output> {
+        self.note("the newest page has no inline tree: taking a snapshot before the call".into());
         self.own_requests += 1;
         let mut own_id = format!("{OWN_ID_PREFIX}{}", self.own_requests);
         while self.pending.contains_key(&id_key(&json!(own_id))) {
@@ -391,17 +405,21 @@ impl Relay {
                 .map(Value::to_string)
                 .unwrap_or_default();
             self.session.result(step, &text, true);
+            self.browser_results += 1;
             return false;
         };
         let text = result_text(result);
-        self.session.result(step, &text, is_error(result));
+        let failed = is_error(result);
+        self.session.result(step, &text, failed);
         self.session.forget_oldest(self.options.max_observations);
+        self.browser_results += 1;
+        if !failed {
+            self.archive.record(&text, self.browser_results);
+        }
         let mut changed = false;
         if self.session.observed_at(step) {
             let doc = self.enter_document(&text);
             let page = &self.session.page;
-            self.history
-                .record(&text, &page.url, &page.title, self.step_count());
             if self.options.guard && self.options.namespace_refs {
                 changed |= scope_result(result, doc, |id| page.refs.contains_key(id));
             }
@@ -409,6 +427,10 @@ impl Relay {
         if self.options.guard {
             if let Some(step) = self.session.progress.last().filter(|s| s.stalled) {
                 push_text(result, progress::guidance(step));
+                self.notes.push(format!(
+                    "no page change for {} browser steps: guidance appended",
+                    step.no_progress
+                ));
                 changed = true;
             }
         }

@@ -68,6 +68,9 @@ pub async fn run(command: &[OsString], options: Options) -> std::io::Result<i32>
             }
             Event::ServerClosed => break,
         };
+        for note in relay.take_notes() {
+            eprintln!("staleguard mcp: {note}");
+        }
         for output in outputs {
             match output {
                 Output::ToServer(line) => {

@@ -33,6 +33,7 @@
 
 pub mod adapter;
 pub mod appendix;
+pub mod archive;
 pub mod config;
 mod error;
 pub mod evidence;

@@ -113,6 +113,8 @@ pub struct Client {
     lines: Receiver<String>,
     next_id: u64,
     pub stderr: Arc<Mutex<String>>,
+    /// Disconnects when the standard error reader has read everything.
+    stderr_done: Option<Receiver<()>>,
     /// Every message the client received, in order.
     pub received: Vec<Value>,
     /// The name of the ref argument the server's tools take (`ref` or `target`).
@@ -164,7 +166,9 @@ impl Client {
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
         let err = child.stderr.take().expect("stderr");
+        let (finished, stderr_done) = channel();
         std::thread::spawn(move || {
+            let _finished = finished;
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 let mut s = sink.lock().unwrap();
                 s.push_str(&line);
@@ -177,6 +181,7 @@ impl Client {
             lines,
             next_id: 0,
             stderr,
+            stderr_done: Some(stderr_done),
             received: Vec::new(),
             ref_key: "ref".into(),
         }
@@ -267,8 +272,19 @@ impl Client {
 
     /// Closes the client's side and waits for the exit code.
     pub fn finish(mut self) -> Option<i32> {
+        self.finish_keeping_stderr()
+    }
+
+    /// [`finish`](Self::finish), keeping the client: once this returns, `stderr` holds
+    /// everything the process wrote there.
+    pub fn finish_keeping_stderr(&mut self) -> Option<i32> {
         self.stdin = None;
-        wait_timeout(&mut self.child, Duration::from_secs(60))
+        let code = wait_timeout(&mut self.child, Duration::from_secs(60));
+        // A browser the server left behind may hold the pipe open: wait a while, not forever.
+        if let Some(done) = self.stderr_done.take() {
+            let _ = done.recv_timeout(Duration::from_secs(10));
+        }
+        code
     }
 }
 
