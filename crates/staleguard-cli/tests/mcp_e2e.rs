@@ -166,6 +166,9 @@ fn order_flow(version: &str) {
         stderr.contains("staleguard mcp: refused browser_click"),
         "the operator sees refusals: {stderr}"
     );
+    // Only file-linked pages make the guard take a snapshot of its own.
+    let own_snapshot = stderr.contains("taking a snapshot before the call");
+    assert_eq!(own_snapshot, version == "0.0.83", "{version}: {stderr}");
 }
 
 fn history_is_read_only(c: &mut Client) {
