@@ -481,3 +481,58 @@ fn server_stderr_and_death_mid_session() {
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"
     );
 }
+
+/// The `[mcp]` table of the config file reaches the relay, and a flag wins over it. The
+/// server here is a scripted stand-in that answers `tools/list`: only wiring is under test.
+#[test]
+fn mcp_config_table_and_flags() {
+    let server = r#"import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"tools": [{"name": "browser_click"}]}}), flush=True)
+"#;
+    let dir = std::env::temp_dir().join(format!("staleguard-mcp-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join("staleguard.toml");
+    std::fs::write(&config, "[mcp]\nhistory_tool = false\n").expect("config");
+    let tools = |flags: &[&str]| {
+        let mut args: Vec<String> = vec![
+            "mcp".into(),
+            "--config".into(),
+            config.display().to_string(),
+        ];
+        args.extend(flags.iter().map(|s| s.to_string()));
+        args.extend(["--".into(), "python3".into(), "-c".into(), server.into()]);
+        let mut c = Client::spawn(env!("CARGO_BIN_EXE_staleguard"), &args);
+        c.tools()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        tools(&[]),
+        ["browser_click"],
+        "history_tool = false in the file"
+    );
+    std::fs::write(&config, "[mcp]\nhistory_tool = true\n").expect("config");
+    assert_eq!(tools(&[]), ["browser_click", "browser_history"]);
+    assert_eq!(
+        tools(&["--no-history-tool"]),
+        ["browser_click"],
+        "the flag wins"
+    );
+    std::fs::write(&config, "[mcp]\nhistory = true\n").expect("config");
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_staleguard"))
+        .args(["mcp", "--config"])
+        .arg(&config)
+        .args(["--", "true"])
+        .output()
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("history"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -208,6 +208,24 @@ fn main() {
         }
         return;
     }
+    // `--profile-progress` and `--profile-evidence` run one stage on the whole request.
+    if std::env::args().any(|a| a == "--profile-progress") {
+        let body = build_request();
+        let transcript = staleguard::adapter::read_transcript(&body).expect("request");
+        let started = std::time::Instant::now();
+        for _ in 0..5 {
+            black_box(
+                staleguard::progress::track(&transcript, &config_full())
+                    .steps
+                    .len(),
+            );
+        }
+        eprintln!(
+            "progress::track: {:.1} ms a run",
+            started.elapsed().as_secs_f64() * 200.0
+        );
+        return;
+    }
     // `--dump DIR` writes the request, its projection and the report, to compare the
     // output of two builds byte for byte.
     if let Some(dir) = std::env::args().skip_while(|a| a != "--dump").nth(1) {
