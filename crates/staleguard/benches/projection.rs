@@ -194,6 +194,9 @@ fn dump(dir: &Path) {
 
 criterion_group!(benches, bench);
 
+/// One stage of the pipeline over a whole transcript.
+type Stage = fn(&staleguard::Transcript<'_>) -> usize;
+
 fn main() {
     // `--profile-project` runs only projection, for a profiler.
     if std::env::args().any(|a| a == "--profile-project") {
@@ -208,22 +211,27 @@ fn main() {
         }
         return;
     }
-    // `--profile-progress` and `--profile-evidence` run one stage on the whole request.
+    // `--profile-progress` runs full progress tracking, then the counting session, on the
+    // whole request.
     if std::env::args().any(|a| a == "--profile-progress") {
         let body = build_request();
         let transcript = staleguard::adapter::read_transcript(&body).expect("request");
-        let started = std::time::Instant::now();
-        for _ in 0..5 {
-            black_box(
-                staleguard::progress::track(&transcript, &config_full())
-                    .steps
-                    .len(),
-            );
+        let stages: [(&str, Stage); 2] = [
+            ("progress::track", |t| {
+                staleguard::progress::track(t, &config_full()).steps.len()
+            }),
+            ("progress::steps", |t| {
+                staleguard::progress::steps(t, &config_full()).steps.len()
+            }),
+        ];
+        for (name, stage) in stages {
+            let started = std::time::Instant::now();
+            for _ in 0..5 {
+                black_box(stage(&transcript));
+            }
+            let ms = started.elapsed().as_secs_f64() * 200.0;
+            eprintln!("{name}: {ms:.1} ms a run");
         }
-        eprintln!(
-            "progress::track: {:.1} ms a run",
-            started.elapsed().as_secs_f64() * 200.0
-        );
         return;
     }
     // `--dump DIR` writes the request, its projection and the report, to compare the

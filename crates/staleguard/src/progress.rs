@@ -72,6 +72,41 @@ impl Page {
         }
     }
 
+    /// [`apply`](Self::apply) for counting only: a tree is read at header depth and only its
+    /// fingerprint is kept (no refs, no confirmation). Other results take the full path.
+    fn apply_counting(&mut self, text: &str) -> Applied {
+        match observation::parse_header(text) {
+            Some(obs) if obs.is_observation() => match obs.tree {
+                Some(tree) => {
+                    self.apply_tree(&obs, tree);
+                    Applied::Tree
+                }
+                None => self.apply(text),
+            },
+            _ => self.apply(text),
+        }
+    }
+
+    fn apply_tree(&mut self, obs: &Observation<'_>, tree: &str) {
+        let nodes = fingerprint::nodes(tree);
+        let ids = nodes.iter().filter_map(|n| n.id.as_deref());
+        let document = observation::document_of_refs(obs.format, ids).unwrap_or_default();
+        let diff = obs.kind == TreeKind::Diff && self.known && document == self.document;
+        if obs.tabs.is_empty() && obs.kind == TreeKind::Full {
+            self.tabs.clear();
+        }
+        self.apply_header(obs);
+        self.document = document;
+        self.known = true;
+        self.nodes = match (diff, self.nodes.take()) {
+            (true, Some(base)) => Some(fingerprint::merge(&base, &nodes)),
+            _ => Some(nodes),
+        };
+        self.flat.clear();
+        self.refs = Arc::default();
+        self.confirms = false;
+    }
+
     fn apply_header(&mut self, obs: &Observation<'_>) {
         if let Some(url) = &obs.url {
             self.url = url.to_string();
@@ -308,6 +343,8 @@ pub struct Session {
     max_repeats: u32,
     submissions: Vec<Submission>,
     pub progress: Progress,
+    /// Only fingerprints and the counter: no refs, history or submissions.
+    counting: bool,
 }
 
 impl Session {
@@ -318,19 +355,38 @@ impl Session {
         }
     }
 
+    /// A session that keeps only what the no-progress counter needs: page fingerprints. It
+    /// knows no refs, history or submissions, and reads trees at header depth, which makes it
+    /// several times cheaper than [`Session::new`] on large pages.
+    pub fn counting(config: &Config) -> Self {
+        Session {
+            counting: true,
+            ..Session::new(config)
+        }
+    }
+
     /// Replays `transcript`, calling `on_call` before each browser call is taken in.
     pub fn replay(
+        transcript: &Transcript<'_>,
+        config: &Config,
+        on_call: impl FnMut(&Session, usize, &str, &str),
+    ) -> Session {
+        Session::new(config).replay_from(transcript, config, on_call)
+    }
+
+    fn replay_from(
+        mut self,
         transcript: &Transcript<'_>,
         config: &Config,
         mut on_call: impl FnMut(&Session, usize, &str, &str),
     ) -> Session {
         let tools = BrowserTools::new(&config.browser_tools);
         let pairs = transcript.pair_calls();
-        let mut session = Session::new(config);
+        let session = &mut self;
         for (i, item) in transcript.items.iter().enumerate() {
             match item {
                 Item::Call(call) if tools.is_browser(&call.name) => {
-                    on_call(&session, i, &call.name, &call.arguments);
+                    on_call(session, i, &call.name, &call.arguments);
                     session.call(i, &call.name, &call.arguments);
                 }
                 Item::Result(result) => {
@@ -342,11 +398,14 @@ impl Session {
                 _ => {}
             }
         }
-        session
+        self
     }
 
     /// Takes in a browser call: remembers submissions, flags repeated ones.
     pub fn call(&mut self, at: usize, tool: &str, arguments: &str) {
+        if self.counting {
+            return;
+        }
         let fingerprint = self.page.fingerprint();
         for id in crate::guard::targets(arguments) {
             let Some(element) = self.page.refs.get(&id).cloned() else {
@@ -447,6 +506,10 @@ impl Session {
     }
 
     fn apply(&mut self, at: usize, text: &str) {
+        if self.counting {
+            self.page.apply_counting(text);
+            return;
+        }
         match self.page.apply(text) {
             Applied::Tree => {
                 self.page_unseen = false;
@@ -462,6 +525,14 @@ impl Session {
             Applied::Nothing => {}
         }
     }
+}
+
+/// The no-progress steps of a whole transcript: what [`track`] gives, without repeated
+/// submissions, at a fraction of the cost (see [`Session::counting`]).
+pub fn steps(transcript: &Transcript<'_>, config: &Config) -> Progress {
+    Session::counting(config)
+        .replay_from(transcript, config, |_, _, _, _| {})
+        .progress
 }
 
 /// Progress over a whole transcript.

@@ -332,3 +332,25 @@ fn rerender_stale_ref_is_refused_in_every_version() {
         assert!(details[1].is_allowed(), "{v}: the fresh ref is allowed");
     }
 }
+
+/// The counting session (what guidance uses) gives the very steps of the full one on every
+/// recorded session, the repository's own recordings and the seed format included.
+#[test]
+fn counting_steps_equal_full_tracking_everywhere() {
+    let mut bodies: Vec<String> = openai_fixtures().iter().map(|p| read(p)).collect();
+    bodies.extend(all_recorded());
+    bodies.extend(all_recorded().iter().map(|b| renumber(b)));
+    let mut steps = 0;
+    for body in &bodies {
+        let t = transcript(body);
+        let full = progress::track(&t, &on()).steps;
+        let counted = progress::steps(&t, &on()).steps;
+        let key = |s: &progress::Step| (s.item, s.fingerprint, s.no_progress, s.stalled);
+        assert_eq!(
+            full.iter().map(key).collect::<Vec<_>>(),
+            counted.iter().map(key).collect::<Vec<_>>()
+        );
+        steps += full.len();
+    }
+    assert!(steps > 300, "{steps} steps compared");
+}

@@ -168,7 +168,7 @@ fn read_as(body: &str, format: RequestFormat) -> Result<WireRequest<'_>, Error> 
 /// Appends the no-progress guidance to the newest non-failed browser result when the session
 /// is stalled.
 fn add_guidance(transcript: &Transcript<'_>, plan: &mut Plan, config: &Config) {
-    let progress = progress::track(transcript, config);
+    let progress = progress::steps(transcript, config);
     let (Some(step), Some(target)) = (progress.last(), evidence::target(transcript, plan)) else {
         return;
     };

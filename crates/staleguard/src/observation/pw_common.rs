@@ -322,19 +322,21 @@ pub(super) fn frame_prefix_len(id: &str) -> Option<usize> {
 /// lowest in the tree: in a full tree that is the first ref's. An unprefixed ref (`e1`) means
 /// the tab's first document, which has no identity beyond its URL.
 pub(super) fn document_of<'a>(obs: &Observation<'a>) -> Option<Cow<'a, str>> {
-    let mut best: Option<(u64, &Cow<'a, str>, usize)> = None;
-    for r in &obs.refs {
-        let n = frame_prefix_len(&r.id)?;
-        let num = r.id.get(1..n)?.parse::<u64>().ok()?;
-        if best.map_or(true, |(b, _, _)| num < b) {
-            best = Some((num, &r.id, n));
+    frame_document(obs.refs.iter().map(|r| r.id.as_ref())).map(Cow::Owned)
+}
+
+/// The document a tree's refs name: their smallest frame prefix (`f3` of `f3e7`), or `None`
+/// when any ref has none.
+pub(crate) fn frame_document<'s>(ids: impl Iterator<Item = &'s str>) -> Option<String> {
+    let mut best: Option<(u64, &str)> = None;
+    for id in ids {
+        let n = frame_prefix_len(id)?;
+        let num = id.get(1..n)?.parse::<u64>().ok()?;
+        if best.map_or(true, |(b, _)| num < b) {
+            best = Some((num, id.get(..n)?));
         }
     }
-    let (_, id, n) = best?;
-    Some(match id {
-        Cow::Borrowed(s) => Cow::Borrowed(s.get(..n)?),
-        Cow::Owned(s) => Cow::Owned(s.get(..n)?.to_owned()),
-    })
+    best.map(|(_, prefix)| prefix.to_string())
 }
 
 /// Builds the observation or page report from a scan. `None` when the result names no page
