@@ -1,0 +1,31 @@
+//! Any bytes as a request body, in every format, with every stage on: never a panic, and a
+//! projected body is always JSON.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use staleguard::{project_request, Config, RequestFormat};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(body) = std::str::from_utf8(data) else {
+        return;
+    };
+    let config = Config {
+        browser_history_compaction: true,
+        request_budget_bytes: Some(4096),
+        ..Config::default()
+    };
+    for format in [
+        RequestFormat::Auto,
+        RequestFormat::OpenAiChat,
+        RequestFormat::Anthropic,
+        RequestFormat::Responses,
+    ] {
+        if let Ok(projected) = project_request(body, format, &config) {
+            assert!(is_json(&projected.body), "projection wrote invalid JSON");
+        }
+    }
+});
+
+fn is_json(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body).is_ok()
+}
