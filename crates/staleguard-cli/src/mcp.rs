@@ -27,6 +27,10 @@ pub struct McpArgs {
     /// forgotten.
     #[arg(long, value_name = "N")]
     max_observations: Option<usize>,
+    /// Seconds a call waits for the guard's own snapshot of a file-linked page before it is
+    /// refused (default 30).
+    #[arg(long, value_name = "SECS")]
+    snapshot_timeout_secs: Option<u64>,
     /// Config file (default: ./staleguard.toml when it exists).
     #[arg(long)]
     config: Option<std::path::PathBuf>,
@@ -44,6 +48,9 @@ pub fn run(args: McpArgs) -> Result<(), Failure> {
     options.guard &= !args.no_guard;
     options.history_tool &= !args.no_history_tool;
     options.namespace_refs &= !args.no_namespace_refs;
+    if let Some(secs) = args.snapshot_timeout_secs {
+        options.snapshot_timeout = std::time::Duration::from_secs(secs);
+    }
     if let Some(n) = args.max_observations {
         options.max_observations = n.max(1);
     }

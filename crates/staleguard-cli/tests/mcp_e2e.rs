@@ -536,3 +536,48 @@ for line in sys.stdin:
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that never answers the guard's own snapshot: the held call is refused after
+/// `--snapshot-timeout-secs`, and the session goes on. The server is a scripted stand-in
+/// that links every page to a file and ignores `browser_snapshot`.
+#[test]
+fn an_unanswered_own_snapshot_times_out() {
+    let server = r#"import sys, json
+page = "\x23\x23\x23 Page\n- Page URL: http://a.test/\n- Page Title: A\n\x23\x23\x23 Snapshot\n- [Snapshot](.playwright-mcp/page.yml)"
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    name = m.get("params", {}).get("name")
+    if name == "browser_snapshot":
+        continue
+    if m.get("method") == "tools/list":
+        result = {"tools": [{"name": "browser_click", "inputSchema": {"properties": {"ref": {}}}}]}
+    else:
+        result = {"content": [{"type": "text", "text": page}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+"#;
+    let args: Vec<String> = [
+        "mcp",
+        "--snapshot-timeout-secs",
+        "1",
+        "--",
+        "python3",
+        "-c",
+        server,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut c = Client::spawn(env!("CARGO_BIN_EXE_staleguard"), &args);
+    ok(c.call("browser_navigate", json!({"url": "http://a.test/"})));
+    let started = std::time::Instant::now();
+    let t = refused(
+        &c.call("browser_click", json!({"ref": "e2"})),
+        "unverifiable ref",
+    );
+    assert!(t.contains("did not answer"), "{t}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert!(c.tools().len() == 2, "the session goes on");
+    no_own_ids_leaked(&c);
+}

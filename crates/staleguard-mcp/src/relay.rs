@@ -30,6 +30,8 @@ pub struct Options {
     pub history_tool: bool,
     /// Observations kept for the guard and the history tool.
     pub max_observations: usize,
+    /// How long a held call waits for the relay's own snapshot before it is refused.
+    pub snapshot_timeout: std::time::Duration,
     pub config: Config,
 }
 
@@ -42,6 +44,9 @@ impl Options {
             namespace_refs: mcp.namespace_refs.unwrap_or(true),
             history_tool: mcp.history_tool.unwrap_or(true),
             max_observations: mcp.max_observations.unwrap_or(200).max(1),
+            snapshot_timeout: std::time::Duration::from_secs(
+                mcp.snapshot_timeout_secs.unwrap_or(30),
+            ),
             config,
         }
     }
@@ -119,6 +124,8 @@ pub struct Relay {
     server_has_history: bool,
     /// What the relay did, for the operator's log; never page text or arguments.
     notes: Vec<String>,
+    /// Ids of own snapshots given up on: their late answers are dropped.
+    abandoned: std::collections::HashSet<String>,
 }
 
 impl Relay {
@@ -137,6 +144,7 @@ impl Relay {
             documents: Documents::default(),
             server_has_history: false,
             notes: Vec::new(),
+            abandoned: Default::default(),
         }
     }
 
@@ -198,6 +206,9 @@ impl Relay {
             .is_some_and(|p| id_key(&json!(p.own_id)) == key)
         {
             return self.fresh_snapshot(&message);
+        }
+        if self.abandoned.remove(&key) {
+            return Vec::new();
         }
         match self.pending.remove(&key) {
             Some(Pending::ToolsList) => {
@@ -377,12 +388,40 @@ impl Relay {
             }
         }
         let mut out = self.decide(parked.id, parked.message);
+        out.extend(self.drain_queue());
+        out
+    }
+
+    /// The client lines that waited behind a held call, until one is held again.
+    fn drain_queue(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
         while self.parked.is_none() {
             let Some(line) = self.queue.pop_front() else {
                 break;
             };
             out.extend(self.from_client(&line));
         }
+        out
+    }
+
+    /// Whether a call is held until the server answers the relay's own snapshot.
+    pub fn is_waiting(&self) -> bool {
+        self.parked.is_some()
+    }
+
+    /// The server did not answer the relay's own snapshot in time: the held call is refused,
+    /// the lines behind it go on, and the late answer will be dropped.
+    pub fn give_up_waiting(&mut self) -> Vec<Output> {
+        let Some(parked) = self.parked.take() else {
+            return Vec::new();
+        };
+        self.abandoned.insert(id_key(&json!(parked.own_id)));
+        self.note(
+            "the server did not answer the guard's own snapshot in time: call refused".into(),
+        );
+        let text = "staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot (browser_snapshot) and act on the refs it shows.";
+        let mut out = vec![to_client(&refusal(&parked.id, text))];
+        out.extend(self.drain_queue());
         out
     }
 

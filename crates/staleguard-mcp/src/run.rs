@@ -54,10 +54,27 @@ pub async fn run(command: &[OsString], options: Options) -> std::io::Result<i32>
         Event::ServerClosed,
     ));
 
+    let timeout = options.snapshot_timeout;
     let mut relay = Relay::new(options);
     let mut server_in = Some(server_in);
     let mut client_out = tokio::io::stdout();
-    while let Some(event) = inbox.recv().await {
+    let mut waiting_since = None;
+    loop {
+        let event = match waiting_since {
+            // A held call waits for the server's answer to our own snapshot, not forever.
+            Some(since) => match tokio::time::timeout_at(since + timeout, inbox.recv()).await {
+                Ok(event) => event,
+                Err(_) => {
+                    let outputs = relay.give_up_waiting();
+                    deliver(outputs, &mut server_in, &mut client_out).await?;
+                    log_notes(&mut relay);
+                    waiting_since = None;
+                    continue;
+                }
+            },
+            None => inbox.recv().await,
+        };
+        let Some(event) = event else { break };
         let outputs = match event {
             Event::Client(line) => relay.from_client(&line),
             Event::Server(line) => relay.from_server(&line),
@@ -68,27 +85,45 @@ pub async fn run(command: &[OsString], options: Options) -> std::io::Result<i32>
             }
             Event::ServerClosed => break,
         };
-        for note in relay.take_notes() {
-            eprintln!("staleguard mcp: {note}");
-        }
-        for output in outputs {
-            match output {
-                Output::ToServer(line) => {
-                    if let Some(pipe) = server_in.as_mut() {
-                        // A server that stopped reading is about to exit: its code tells why.
-                        if write_line(pipe, &line).await.is_err() {
-                            server_in = None;
-                        }
-                    }
-                }
-                Output::ToClient(line) => write_line(&mut client_out, &line).await?,
-            }
-        }
+        log_notes(&mut relay);
+        deliver(outputs, &mut server_in, &mut client_out).await?;
+        waiting_since = match (relay.is_waiting(), waiting_since) {
+            (true, None) => Some(tokio::time::Instant::now()),
+            (true, since) => since,
+            (false, _) => None,
+        };
     }
     drop(server_in);
     client_out.flush().await?;
     let status = child.wait().await?;
     Ok(exit_code(status))
+}
+
+fn log_notes(relay: &mut Relay) {
+    for note in relay.take_notes() {
+        eprintln!("staleguard mcp: {note}");
+    }
+}
+
+async fn deliver(
+    outputs: Vec<Output>,
+    server_in: &mut Option<tokio::process::ChildStdin>,
+    client_out: &mut tokio::io::Stdout,
+) -> std::io::Result<()> {
+    for output in outputs {
+        match output {
+            Output::ToServer(line) => {
+                if let Some(pipe) = server_in.as_mut() {
+                    // A server that stopped reading is about to exit: its code tells why.
+                    if write_line(pipe, &line).await.is_err() {
+                        *server_in = None;
+                    }
+                }
+            }
+            Output::ToClient(line) => write_line(client_out, &line).await?,
+        }
+    }
+    Ok(())
 }
 
 async fn read_lines(

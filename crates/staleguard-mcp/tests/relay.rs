@@ -155,6 +155,18 @@ fn on_file_linked_page() -> Relay {
     r
 }
 
+/// A relay holding click #2 (`target: e2`) on a file-linked page, and its own request id.
+fn holding_a_click() -> (Relay, Value) {
+    let mut r = on_file_linked_page();
+    let out = r.from_client(&line(&call(
+        json!(2),
+        "browser_click",
+        json!({"target": "e2"}),
+    )));
+    let own_id = to_server(&out)[0]["id"].clone();
+    (r, own_id)
+}
+
 /// A file-linked page: the guard asks for a snapshot of its own, holds the call and every
 /// line behind it, and never shows its own request to the client.
 #[test]
@@ -200,13 +212,7 @@ fn file_linked_pages_get_a_fresh_snapshot_first() {
 
 #[test]
 fn a_failed_fresh_snapshot_refuses_the_call() {
-    let mut r = on_file_linked_page();
-    let out = r.from_client(&line(&call(
-        json!(2),
-        "browser_click",
-        json!({"target": "e2"}),
-    )));
-    let own_id = to_server(&out)[0]["id"].clone();
+    let (mut r, own_id) = holding_a_click();
     let error =
         json!({"jsonrpc": "2.0", "id": own_id, "error": {"code": -32603, "message": "closed"}});
     let out = to_client(&r.from_server(&line(&error)));
@@ -293,4 +299,24 @@ fn the_recorded_order_session_loses_no_order() {
         refused[0].1
     );
     assert!(refused[1].1.contains("repeats"), "{}", refused[1].1);
+}
+
+#[test]
+fn a_snapshot_never_answered_is_given_up() {
+    let (mut r, own_id) = holding_a_click();
+    assert!(r.is_waiting());
+    let ping = br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    assert!(r.from_client(ping).is_empty());
+    let out = r.give_up_waiting();
+    assert!(!r.is_waiting());
+    let refused = to_client(&out);
+    assert_eq!(refused[0]["id"], json!(2));
+    assert_eq!(refused[0]["result"]["isError"], json!(true));
+    assert_eq!(to_server(&out)[0]["id"], json!(3), "the held ping goes on");
+    let late = result(own_id, &tree("http://a/", "- button \"Buy\" [ref=e2]"));
+    assert!(
+        r.from_server(&line(&late)).is_empty(),
+        "a late own answer is dropped"
+    );
+    assert!(r.give_up_waiting().is_empty());
 }

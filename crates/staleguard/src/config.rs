@@ -59,6 +59,8 @@ pub struct McpConfig {
     pub history_tool: Option<bool>,
     /// Observations kept for the guard and the history tool (default 200).
     pub max_observations: Option<usize>,
+    /// Seconds a call waits for the guard's own snapshot before it is refused (default 30).
+    pub snapshot_timeout_secs: Option<u64>,
 }
 
 impl Default for Config {
