@@ -202,6 +202,21 @@ fn main() {
     if std::env::args().any(|a| a == "--profile-project") {
         let body = build_request();
         let full = std::env::args().any(|a| a == "--full");
+        // `--evidence-only`: the projection with evidence and without progress.
+        if std::env::args().any(|a| a == "--evidence-only") {
+            let config = Config {
+                progress_tracking: Some(false),
+                ..config_full()
+            };
+            for _ in 0..3 {
+                black_box(
+                    project_request(&body, RequestFormat::OpenAiChat, &config)
+                        .map(|p| p.body.len())
+                        .ok(),
+                );
+            }
+            return;
+        }
         for _ in 0..if full { 3 } else { 20 } {
             black_box(if full {
                 project_full(&body)

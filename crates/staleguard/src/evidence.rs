@@ -32,8 +32,8 @@ pub struct Chunk<'t> {
     pub url: Cow<'t, str>,
     /// `url`, normalised once for all the chunks of a page.
     pub key: Arc<str>,
-    /// The short observation ID (as receipts show it).
-    pub observation: String,
+    /// The short observation ID (as receipts show it), shared by the chunks of a result.
+    pub observation: Arc<str>,
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
     pub document: Option<Cow<'t, str>>,
     pub text: Cow<'t, str>,
@@ -110,25 +110,18 @@ pub struct Selection {
     pub dropped: Vec<(EvidenceItem, DropReason)>,
 }
 
-/// Grounds explicit items, ranks collapsed chunks, dedups and applies the caps.
-/// `collapsed` are chunks of collapsed observations, `all` every chunk in the request.
-pub fn select(
-    explicit: &[EvidenceItem],
-    collapsed: &[Chunk<'_>],
-    all: &[Chunk<'_>],
-    live: &[Chunk<'_>],
-    context: &Context<'_>,
-    limits: Limits,
-) -> Selection {
+/// Grounds explicit items in every chunk, ranks collapsed chunks, dedups and applies the
+/// caps.
+pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
     let mut selection = Selection::default();
     let mut candidates = Vec::new();
     for item in explicit {
-        match ground(item, all) {
+        match ground(item, g.all()) {
             Ok(quote) => candidates.push(quote),
             Err(reason) => selection.dropped.push((item.clone(), reason)),
         }
     }
-    candidates.extend(rank(collapsed, live, context));
+    candidates.extend(rank(&g.collapsed, &g.live, &g.context));
     let mut seen: HashSet<[u8; 32]> = HashSet::new();
     let mut bytes = 0;
     for quote in candidates {
@@ -165,11 +158,13 @@ fn is_redundant(quote: &Quote, kept: &[Quote]) -> bool {
 }
 
 /// Checks an explicit item against the chunks the browser returned.
-fn ground(item: &EvidenceItem, chunks: &[Chunk<'_>]) -> Result<Quote, DropReason> {
+fn ground<'c, 't: 'c>(
+    item: &EvidenceItem,
+    chunks: impl Iterator<Item = &'c Chunk<'t>>,
+) -> Result<Quote, DropReason> {
     let of_observation: Vec<&Chunk> = chunks
-        .iter()
         .filter(|c| {
-            c.observation == item.observation || c.document.as_deref() == Some(&item.observation)
+            *c.observation == *item.observation || c.document.as_deref() == Some(&item.observation)
         })
         .collect();
     if of_observation.is_empty() {
@@ -205,14 +200,21 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
         .iter()
         .map(|c| (c.key.clone(), c.text.as_ref()))
         .collect();
-    let frequency = document_frequency(collapsed.iter().chain(live));
+    let (frequency, word_sets) = document_frequency(collapsed.iter().chain(live));
     let question = words(context.question);
     let last_use = last_use(context);
     let unique = unique_chunks(collapsed);
     let mut scores: Vec<u32> = unique
         .iter()
         .map(|&(oldest, chunk)| {
-            let words = words(&chunk.text);
+            let owned;
+            let words = match word_sets.get(chunk.text.as_ref()) {
+                Some(words) => words,
+                None => {
+                    owned = words(&chunk.text);
+                    &owned
+                }
+            };
             // The model may have used the fact after any copy of the chunk: count from the oldest.
             let used = |w: &str| last_use.get(w).is_some_and(|&at| at > oldest);
             // What is asked now weighs more than what was used before.
@@ -242,7 +244,7 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
             let c = unique[i].1;
             Quote {
                 source_url: c.url.to_string(),
-                observation: c.observation.clone(),
+                observation: c.observation.to_string(),
                 quote: c.text.to_string(),
             }
         })
@@ -328,21 +330,30 @@ fn last_use(context: &Context<'_>) -> HashMap<String, usize> {
     last
 }
 
-/// In how many distinct chunks each word occurs.
+/// In how many distinct chunks each word occurs, and the words of each distinct text (ranking
+/// reads them again).
 fn document_frequency<'c, 't: 'c>(
     chunks: impl Iterator<Item = &'c Chunk<'t>>,
-) -> HashMap<String, usize> {
-    let mut seen_texts = HashSet::new();
+) -> (HashMap<String, usize>, HashMap<&'c str, HashSet<String>>) {
+    let mut word_sets: HashMap<&str, HashSet<String>> = HashMap::new();
     let mut frequency = HashMap::new();
     for chunk in chunks {
-        if !seen_texts.insert(chunk.text.as_ref()) {
+        let std::collections::hash_map::Entry::Vacant(slot) = word_sets.entry(chunk.text.as_ref())
+        else {
             continue;
+        };
+        let words = words(&chunk.text);
+        for w in &words {
+            match frequency.get_mut(w) {
+                Some(n) => *n += 1,
+                None => {
+                    frequency.insert(w.clone(), 1);
+                }
+            }
         }
-        for w in words(&chunk.text) {
-            *frequency.entry(w).or_insert(0) += 1;
-        }
+        slot.insert(words);
     }
-    frequency
+    (frequency, word_sets)
 }
 
 /// Lower-cased words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001`
@@ -458,9 +469,16 @@ pub struct Gathered<'t> {
     pub collapsed: Vec<Chunk<'t>>,
     /// Chunks of the live page state.
     pub live: Vec<Chunk<'t>>,
-    /// Every chunk of every non-failed browser result, read-backs included.
-    pub all: Vec<Chunk<'t>>,
+    /// Chunks of every other non-failed browser result (page reports, read-backs).
+    pub others: Vec<Chunk<'t>>,
     pub context: Context<'t>,
+}
+
+impl<'t> Gathered<'t> {
+    /// Every chunk of every non-failed browser result.
+    pub fn all(&self) -> impl Iterator<Item = &Chunk<'t>> {
+        self.collapsed.iter().chain(&self.live).chain(&self.others)
+    }
 }
 
 /// Reads the chunks of every browser result the plan saw, and what the model said.
@@ -472,11 +490,10 @@ pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
         };
         let chunks = chunks_of(&result.text, &r.observation_id, r.item);
         match r.status {
-            Status::Collapsed => g.collapsed.extend(chunks.iter().cloned()),
-            Status::Live => g.live.extend(chunks.iter().cloned()),
-            _ => {}
+            Status::Collapsed => g.collapsed.extend(chunks),
+            Status::Live => g.live.extend(chunks),
+            _ => g.others.extend(chunks),
         }
-        g.all.extend(chunks);
     }
     for (at, item) in transcript.items.iter().enumerate() {
         match item {
@@ -497,6 +514,7 @@ pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
 fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
+    let observation: Arc<str> = id.into();
     if let Some(obs) = crate::observation::parse(text) {
         let url = obs.url.clone().unwrap_or(Cow::Borrowed(""));
         let key: Arc<str> = normalise(&url).into();
@@ -506,7 +524,7 @@ fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
             .map(|text| Chunk {
                 url: url.clone(),
                 key: key.clone(),
-                observation: id.to_string(),
+                observation: observation.clone(),
                 document: obs.observation_id.clone(),
                 text,
                 position,
@@ -518,7 +536,7 @@ fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
         .map(|c| Chunk {
             url: Cow::Borrowed(c.url),
             key: normalise(c.url).into(),
-            observation: id.to_string(),
+            observation: observation.clone(),
             document: Some(Cow::Borrowed(c.observation)),
             text: Cow::Borrowed(c.text),
             position,

@@ -199,7 +199,7 @@ fn add_evidence(
         max_items: config.evidence_max_items,
         max_quote_bytes: config.evidence_max_quote_bytes,
     };
-    let selection = evidence::select(explicit, &g.collapsed, &g.all, &g.live, &g.context, limits);
+    let selection = evidence::select(explicit, &g, limits);
     let base = request.written_len(&plan.edits);
     let body_len = request.written_len(&[]);
     let fits = |block: &str| match config.request_budget_bytes {
