@@ -218,8 +218,8 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
             // The model may have used the fact after any copy of the chunk: count from the oldest.
             let used = |w: &str| last_use.get(w).is_some_and(|&at| at > oldest);
             // What is asked now weighs more than what was used before.
-            relevance(&words, &frequency, used)
-                + 3 * relevance(&words, &frequency, |w| question.contains(w))
+            relevance(words, &frequency, used)
+                + 3 * relevance(words, &frequency, |w| question.contains(w))
         })
         .collect();
     spread_to_neighbours(&unique, &mut scores);
