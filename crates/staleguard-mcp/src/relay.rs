@@ -250,7 +250,7 @@ impl Relay {
             return vec![Output::ToServer(line.to_vec())];
         }
         if !self.options.guard {
-            self.take_call(&id, &name, &arguments_of(&message));
+            self.take_call(&id, &name, &arguments_of(&message).to_string());
             return vec![Output::ToServer(line.to_vec())];
         }
         let arguments = arguments_of(&message);
@@ -295,17 +295,17 @@ impl Relay {
             }
             Verdict::Allow { .. } => {
                 if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-                    params.insert("arguments".into(), arguments.clone());
+                    params.insert("arguments".into(), arguments);
                 }
-                self.take_call(&id, &name, &arguments);
+                self.take_call(&id, &name, &raw);
                 vec![to_server(&message)]
             }
         }
     }
 
-    fn take_call(&mut self, id: &Value, name: &str, arguments: &Value) {
+    fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
         let step = self.next_step();
-        self.session.call(step, name, &arguments.to_string());
+        self.session.call(step, name, arguments);
         self.pending.insert(id_key(id), Pending::BrowserCall);
     }
 
@@ -382,9 +382,7 @@ impl Relay {
                 let text = result_text(result);
                 let step = self.next_step();
                 self.session.refresh(step, &text);
-                if self.session.observed_at(step) {
-                    self.enter_document(&text);
-                }
+                self.document_at(step);
             }
         }
         let mut out = self.decide(parked.id, parked.message);
@@ -425,14 +423,15 @@ impl Relay {
         out
     }
 
-    fn enter_document(&mut self, text: &str) -> u32 {
+    /// The number of the document of the result taken in at `step`, when it carried a tree
+    /// (the core session then holds it as its newest observation, ID and URL included).
+    fn document_at(&mut self, step: usize) -> Option<u32> {
+        let seen = self.session.history.last().filter(|s| s.item == step)?;
         let page = &self.session.page;
         let tab = page.tabs.iter().find(|t| t.2).map(|t| t.0).unwrap_or(0);
         let key = format!("{tab}\u{0}{}\u{0}{}", page.url, page.document);
-        let observation = staleguard::receipt::observation_id(text);
-        let url = page.url.clone();
-        self.documents
-            .enter(key, &url, &observation, self.options.max_observations)
+        let keep = self.options.max_observations;
+        Some(self.documents.enter(key, &seen.url, &seen.id, keep))
     }
 
     /// Takes in a browser result and edits what the client sees. Returns whether it changed.
@@ -456,8 +455,7 @@ impl Relay {
             self.archive.record(&text, self.browser_results);
         }
         let mut changed = false;
-        if self.session.observed_at(step) {
-            let doc = self.enter_document(&text);
+        if let Some(doc) = self.document_at(step) {
             let page = &self.session.page;
             if self.options.guard && self.options.namespace_refs {
                 changed |= scope_result(result, doc, |id| page.refs.contains_key(id));

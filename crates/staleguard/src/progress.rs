@@ -91,20 +91,33 @@ impl Page {
         let nodes = fingerprint::nodes(tree);
         let ids = nodes.iter().filter_map(|n| n.id.as_deref());
         let document = observation::document_of_refs(obs.format, ids).unwrap_or_default();
+        self.take_page(obs, document, Some(nodes));
+        self.flat.clear();
+        self.refs = Arc::default();
+        self.confirms = false;
+    }
+
+    /// Takes in what a tree says of the page: header, tabs, document and nodes, merged onto
+    /// the page they update when `obs` is a diff of the same document. Returns whether it was.
+    fn take_page(
+        &mut self,
+        obs: &Observation<'_>,
+        document: String,
+        nodes: Option<Vec<Node>>,
+    ) -> bool {
         let diff = obs.kind == TreeKind::Diff && self.known && document == self.document;
+        // A server lists tabs only when there are several; a full page without the list has one.
         if obs.tabs.is_empty() && obs.kind == TreeKind::Full {
             self.tabs.clear();
         }
         self.apply_header(obs);
         self.document = document;
         self.known = true;
-        self.nodes = match (diff, self.nodes.take()) {
-            (true, Some(base)) => Some(fingerprint::merge(&base, &nodes)),
-            _ => Some(nodes),
+        self.nodes = match (nodes, diff, self.nodes.take()) {
+            (Some(new), true, Some(base)) => Some(fingerprint::merge(&base, &new)),
+            (new, _, _) => new,
         };
-        self.flat.clear();
-        self.refs = Arc::default();
-        self.confirms = false;
+        diff
     }
 
     fn apply_header(&mut self, obs: &Observation<'_>) {
@@ -125,23 +138,10 @@ impl Page {
 
     fn apply_observation(&mut self, obs: &Observation<'_>) {
         let document = obs.document.as_deref().unwrap_or("").to_string();
-        let same_document = self.known && document == self.document;
-        let diff = obs.kind == TreeKind::Diff && same_document;
+        let diff = self.take_page(obs, document, obs.tree.map(fingerprint::nodes));
         if !diff {
             self.refs = Arc::default();
         }
-        // A server lists tabs only when there are several; a full page without the list has one.
-        if obs.tabs.is_empty() && obs.kind == TreeKind::Full {
-            self.tabs.clear();
-        }
-        self.apply_header(obs);
-        self.document = document;
-        self.known = true;
-        let nodes = obs.tree.map(fingerprint::nodes);
-        self.nodes = match (nodes, diff, self.nodes.take()) {
-            (Some(new), true, Some(base)) => Some(fingerprint::merge(&base, &new)),
-            (new, _, _) => new,
-        };
         self.flat = flat(obs);
         let refs = Arc::make_mut(&mut self.refs);
         for r in &obs.refs {
@@ -485,11 +485,6 @@ impl Session {
         if !is_failed(text) {
             self.apply(at, text);
         }
-    }
-
-    /// Whether the result taken in at `at` carried a page tree (it is the newest history entry).
-    pub fn observed_at(&self, at: usize) -> bool {
-        self.history.last().is_some_and(|s| s.item == at)
     }
 
     /// Bounds memory for long sessions: keeps the newest `keep` observations, progress steps
