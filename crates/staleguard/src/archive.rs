@@ -26,7 +26,7 @@ use crate::neutralise::neutralise;
 use crate::observation;
 use crate::receipt::observation_id;
 use crate::tools::BrowserTools;
-use crate::transcript::{Item, Transcript};
+use crate::transcript::Transcript;
 
 /// Every text the archive writes itself starts with this tag.
 pub const ARCHIVE_TAG: &str = "[staleguard archive]";
@@ -70,15 +70,9 @@ impl Archive {
     /// counted over its browser results.
     pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
         let tools = BrowserTools::new(&config.browser_tools);
-        let pairs = transcript.pair_calls();
         let mut archive = Archive::new(usize::MAX);
         let mut steps = 0;
-        for (i, item) in transcript.items.iter().enumerate() {
-            let Item::Result(result) = item else { continue };
-            let call = pairs[i].and_then(|c| transcript.call(c));
-            if !call.is_some_and(|c| tools.is_browser(&c.name)) {
-                continue;
-            }
+        for (_, _, result) in tools.results_in(transcript) {
             steps += 1;
             if !result.is_error {
                 archive.record(&result.text, steps);

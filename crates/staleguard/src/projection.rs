@@ -8,7 +8,7 @@ use crate::failure::is_failed;
 use crate::observation::{self, Observation, TreeKind};
 use crate::receipt::{self, ReceiptInput};
 use crate::tools::BrowserTools;
-use crate::transcript::{Item, ToolResult, Transcript};
+use crate::transcript::{ToolResult, Transcript};
 
 /// What a browser result is, after projection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,31 +153,11 @@ pub fn plan(transcript: &Transcript<'_>, config: &Config) -> Plan {
 
 fn browser_results<'t, 'a>(transcript: &'t Transcript<'a>, config: &Config) -> Vec<Seen<'t, 'a>> {
     let tools = BrowserTools::new(&config.browser_tools);
-    let pairs = transcript.pair_calls();
-    let results = transcript
-        .items
-        .iter()
-        .filter(|i| matches!(i, Item::Result(_)))
-        .count();
-    let mut seen = Vec::with_capacity(results);
-    let mut known: std::collections::HashMap<&str, bool> = Default::default();
-    for (item, entry) in transcript.items.iter().enumerate() {
-        let Item::Result(result) = entry else {
-            continue;
-        };
-        let Some(call) = pairs[item].and_then(|c| transcript.call(c)) else {
-            continue;
-        };
-        // A request uses a handful of tool names, each matched against every pattern once.
-        let browser = *known
-            .entry(&call.name)
-            .or_insert_with(|| tools.is_browser(&call.name));
-        if !browser {
-            continue;
-        }
-        seen.push(Seen::read(item, &call.name, result, config));
-    }
-    seen
+    tools
+        .results_in(transcript)
+        .into_iter()
+        .map(|(item, call, result)| Seen::read(item, &call.name, result, config))
+        .collect()
 }
 
 /// Index (in `seen`) where the live page state starts: the newest observation, or, when
