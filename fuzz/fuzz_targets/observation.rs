@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use staleguard::neutralise::{has_ref_token, neutralise};
+use staleguard::refs::{has_ref_token, neutralise};
 use staleguard::observation::{self, FORMATS};
 
 fuzz_target!(|text: &str| {
@@ -13,7 +13,7 @@ fuzz_target!(|text: &str| {
     }
     if let Some(obs) = observation::parse(text) {
         if let Some(tree) = obs.tree {
-            let _ = staleguard::fingerprint::nodes(tree);
+            let _ = staleguard::observation::aria::tree_nodes(tree);
         }
     }
     let _ = staleguard::receipt::verification_lines(text);

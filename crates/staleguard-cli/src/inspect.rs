@@ -2,9 +2,8 @@
 
 use serde::Serialize;
 use staleguard::evidence::Quote;
-use staleguard::guard::{self, Verdict};
-use staleguard::transcript::{Item, Transcript};
-use staleguard::{Config, EvidenceReport, Projected, ResultReport};
+use staleguard::guard::Verdict;
+use staleguard::{EvidenceReport, Projected, ResultReport};
 
 /// Tokens counted with the o200k_base encoding (GPT-4o and later).
 fn count_tokens(text: &str) -> usize {
@@ -65,12 +64,10 @@ struct Totals {
 }
 
 impl<'p> Report<'p> {
-    pub fn new(original: &str, projected: &'p Projected, config: &Config) -> Self {
+    /// The report of `projected`, which must have been made with verdicts.
+    pub fn new(original: &str, projected: &'p Projected) -> Self {
         let mut results: Vec<Row<'p>> = projected.report.results.iter().map(Row::from).collect();
-        let (calls, stalled) = match staleguard::adapter::read_transcript(original) {
-            Ok(transcript) => progress_and_guard(&transcript, config, &mut results),
-            Err(_) => (Vec::new(), false),
-        };
+        let (calls, stalled) = progress_and_guard(projected, &mut results);
         let totals = Totals {
             browser_results: results.len(),
             collapsed: projected.report.collapsed(),
@@ -197,39 +194,30 @@ impl Report<'_> {
 }
 
 /// Fingerprints and no-progress counts into the rows; the guard's verdict on every call.
-fn progress_and_guard(
-    transcript: &Transcript<'_>,
-    config: &Config,
-    rows: &mut [Row<'_>],
-) -> (Vec<CallRow>, bool) {
-    let progress = staleguard::progress::track(transcript, config);
-    for step in &progress.steps {
-        let message = match transcript.items.get(step.item) {
-            Some(Item::Result(r)) => r.message,
-            _ => continue,
-        };
-        if let Some(row) = rows.iter_mut().find(|r| r.message == message) {
-            row.fingerprint = Some(step.fingerprint.short());
-            row.no_progress = Some(step.no_progress);
-        }
+fn progress_and_guard(projected: &Projected, rows: &mut [Row<'_>]) -> (Vec<CallRow>, bool) {
+    let Some(progress) = &projected.progress else {
+        return (Vec::new(), false);
+    };
+    // One progress step per browser result, in the order of the rows.
+    for (row, step) in rows.iter_mut().zip(&progress.steps) {
+        row.fingerprint = Some(step.fingerprint.short());
+        row.no_progress = Some(step.no_progress);
     }
-    let calls = guard::verdicts(transcript, config)
-        .into_iter()
-        .filter_map(|(item, verdict)| {
-            let Some(Item::Call(call)) = transcript.items.get(item) else {
-                return None;
+    let calls = projected
+        .verdicts
+        .iter()
+        .map(|v| {
+            let (word, reason) = match &v.verdict {
+                Verdict::Allow { note } => ("allow", note.clone()),
+                Verdict::Refuse { message, .. } => ("refuse", Some(message.clone())),
             };
-            let (word, reason) = match verdict {
-                Verdict::Allow { note } => ("allow", note),
-                Verdict::Refuse { message, .. } => ("refuse", Some(message)),
-            };
-            Some(CallRow {
-                message: call.message,
-                tool: call.name.to_string(),
+            CallRow {
+                message: v.message,
+                tool: v.tool.clone(),
                 verdict: word,
                 reason,
-                repeated_submission: progress.repeated.iter().any(|r| r.call == item),
-            })
+                repeated_submission: progress.repeated.iter().any(|r| r.call == v.item),
+            }
         })
         .collect();
     (calls, progress.stalled())

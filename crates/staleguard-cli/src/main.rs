@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use staleguard::{
-    project_request, project_request_with, Config, EvidenceItem, Projected, RequestFormat,
+    project, project_request_with, Config, EvidenceItem, Options, Projected, RequestFormat,
 };
 
 /// The bundled recordings that `demo` runs: a real @playwright/mcp 0.0.41 session, as an
@@ -152,8 +152,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Inspect { input, json } => {
             let (body, format, config) = load(&input)?;
-            let projected = project_request_with(&body, format, &config, &load_evidence(&input)?)?;
-            let report = inspect::Report::new(&body, &projected, &config);
+            let evidence = load_evidence(&input)?;
+            let options = Options {
+                explicit: &evidence,
+                verdicts: true,
+                ..Options::default()
+            };
+            let projected = project(&body, format, &config, options)?;
+            let report = inspect::Report::new(&body, &projected);
             let text = if json {
                 report.to_json()
             } else {
@@ -360,8 +366,12 @@ fn demo(format: &str) -> Result<(), Failure> {
         browser_history_compaction: true,
         ..Config::default()
     };
-    let projected = project_request(body, RequestFormat::Auto, &config)?;
-    let report = inspect::Report::new(body, &projected, &config);
+    let options = Options {
+        verdicts: true,
+        ..Options::default()
+    };
+    let projected = project(body, RequestFormat::Auto, &config, options)?;
+    let report = inspect::Report::new(body, &projected);
     let mut text = format!(
         "staleguard demo: fixtures/demo/{file} (@playwright/mcp 0.0.41, Chromium)\n\n$ staleguard inspect {file}\n"
     );

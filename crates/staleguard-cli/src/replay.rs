@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::Value;
 use staleguard::adapter::read_request;
-use staleguard::progress::Session;
+use staleguard::progress::Tracker;
+use staleguard::session::Session;
+use staleguard::tools::BrowserTools;
 use staleguard::projection::{self, Edit};
 use staleguard::transcript::Item;
 use staleguard::{project_request, Config, RequestFormat};
@@ -181,7 +183,9 @@ fn apply(
     let sent = match strategy {
         "newest-only-placeholder" => {
             let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
-            let mut plan = projection::plan(wire.transcript(), &on);
+            let tools = BrowserTools::new(&on.browser_tools);
+            let session = Session::build(wire.transcript(), &tools, None);
+            let mut plan = projection::plan(&session, true, on.receipt_max_bytes);
             plan.edits.retain(|e| !e.append);
             plan.edits
                 .iter_mut()
@@ -257,8 +261,10 @@ fn stale_refs(request: &str) -> usize {
         browser_history_compaction: true,
         ..Config::default()
     };
-    let plan = projection::plan(transcript, &on);
-    let session = Session::replay(transcript, &on, |_, _, _, _| {});
+    let tools = BrowserTools::new(&on.browser_tools);
+    let steps = Session::build(transcript, &tools, None);
+    let plan = projection::plan(&steps, true, on.receipt_max_bytes);
+    let session = Tracker::new(on.max_repeats).replay(&steps, |_, _, _, _| {});
     let mut stale = HashSet::new();
     for r in plan
         .results

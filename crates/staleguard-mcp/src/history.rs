@@ -81,7 +81,7 @@ pub fn tool_definition() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use staleguard::neutralise::has_ref_token;
+    use staleguard::refs::has_ref_token;
     use staleguard::receipt::observation_id;
 
     fn page(url: &str) -> String {

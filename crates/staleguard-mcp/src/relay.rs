@@ -6,7 +6,13 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 use staleguard::guard::{self, Refusal, Verdict};
-use staleguard::progress::{self, Session};
+use staleguard::progress::{self, Tracker};
+use staleguard::session::Reading;
+use staleguard::Memo;
+
+/// The MCP guard's memo bound: one session's results are few and each arrives once, so a
+/// small memo serves the repeated snapshots of a stalled page.
+pub const DEFAULT_MEMO_BYTES: usize = 32 * 1024 * 1024;
 use staleguard::tools::BrowserTools;
 use staleguard::Config;
 
@@ -32,6 +38,8 @@ pub struct Options {
     pub max_observations: usize,
     /// How long a held call waits for the relay's own snapshot before it is refused.
     pub snapshot_timeout: std::time::Duration,
+    /// Bound of the memo of result readings, in bytes of derived data.
+    pub memo_bytes: usize,
     pub config: Config,
 }
 
@@ -47,6 +55,7 @@ impl Options {
             snapshot_timeout: std::time::Duration::from_secs(
                 mcp.snapshot_timeout_secs.unwrap_or(30),
             ),
+            memo_bytes: mcp.memo_bytes.unwrap_or(DEFAULT_MEMO_BYTES),
             config,
         }
     }
@@ -108,7 +117,9 @@ impl Documents {
 pub struct Relay {
     options: Options,
     tools: BrowserTools,
-    session: Session,
+    session: Tracker,
+    /// Readings of results seen before in this session (a repeated snapshot is read once).
+    memo: Memo,
     /// Index of the next call or result, as the core's session counts them.
     step: usize,
     pending: HashMap<String, Pending>,
@@ -132,7 +143,8 @@ impl Relay {
     pub fn new(options: Options) -> Self {
         Relay {
             tools: BrowserTools::new(&options.config.browser_tools),
-            session: Session::new(&options.config),
+            session: Tracker::new(options.config.max_repeats),
+            memo: Memo::new(options.memo_bytes),
             archive: Archive::new(options.max_observations),
             browser_results: 0,
             options,
@@ -148,8 +160,8 @@ impl Relay {
         }
     }
 
-    /// The core session, for tests and reports.
-    pub fn session(&self) -> &Session {
+    /// The core tracker of pages, progress and submissions, for tests and reports.
+    pub fn session(&self) -> &Tracker {
         &self.session
     }
 
@@ -277,7 +289,7 @@ impl Relay {
             }
         }
         let raw = arguments.to_string();
-        match guard::check_in(&self.session, &name, &raw, &self.options.config) {
+        match guard::check_in(&self.session, &name, &raw, &self.tools) {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
@@ -381,7 +393,8 @@ impl Relay {
             if !is_error(result) {
                 let text = result_text(result);
                 let step = self.next_step();
-                self.session.refresh(step, &text);
+                let reading = self.read(&text);
+                self.session.refresh(step, &text, &reading);
                 self.document_at(step);
             }
         }
@@ -442,17 +455,18 @@ impl Relay {
                 .get("error")
                 .map(Value::to_string)
                 .unwrap_or_default();
-            self.session.result(step, &text, true);
+            self.session.result(step, &text, &self.read(&text), true);
             self.browser_results += 1;
             return false;
         };
         let text = result_text(result);
-        let failed = is_error(result);
-        self.session.result(step, &text, failed);
+        let reading = self.read(&text);
+        let failed = is_error(result) || reading.failed;
+        self.session.result(step, &text, &reading, failed);
         self.session.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
         if !failed {
-            self.archive.record(&text, self.browser_results);
+            self.archive.record_read(&text, &reading, self.browser_results);
         }
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
@@ -472,6 +486,13 @@ impl Relay {
             }
         }
         changed
+    }
+
+    /// The reading of a result text: read once, shared by the tracker, the scope and the
+    /// archive.
+    fn read(&self, text: &str) -> std::sync::Arc<Reading> {
+        self.memo
+            .reading(xxhash_rust::xxh3::xxh3_128(text.as_bytes()), text)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.
@@ -560,7 +581,7 @@ fn push_text(result: &mut Value, text: String) {
 /// `fields[]`), replacing the value where it returns one.
 fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<String>) {
     let mut visit = |object: &mut Map<String, Value>| {
-        for key in guard::REF_KEYS {
+        for key in staleguard::refs::REF_KEYS {
             if let Some(Value::String(value)) = object.get_mut(*key) {
                 if let Some(new) = map(value) {
                     *value = new;

@@ -26,37 +26,7 @@ pub fn unscope(scoped: &str) -> Option<(u32, &str)> {
 /// Rewrites the ref tokens of a page tree (`[ref=e7]`, and `- ref=e7 [unchanged]` in
 /// incremental snapshots) whose ID `is_ref` accepts, to their scoped form.
 pub fn scope_text<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Cow<'a, str> {
-    let prefix = format!("d{doc}");
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut done = 0;
-    for at in memchr::memmem::find_iter(bytes, b"ref=") {
-        if !matches!(at.checked_sub(1).map(|b| bytes[b]), Some(b'[' | b' ')) {
-            continue;
-        }
-        let start = at + 4;
-        let len = bytes[start..]
-            .iter()
-            .position(|b| !(b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_'))
-            .unwrap_or(bytes.len() - start);
-        // ASCII bytes only: the slice ends on a char boundary.
-        let id = &text[start..start + len];
-        if id.is_empty() || !is_ref(id) {
-            continue;
-        }
-        if out.is_empty() {
-            out.reserve(text.len() + text.len() / 16);
-        }
-        out.push_str(&text[done..start]);
-        out.push_str(&prefix);
-        out.push_str(id);
-        done = start + len;
-    }
-    if done == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[done..]);
-    Cow::Owned(out)
+    staleguard::refs::rescope(text, doc, is_ref)
 }
 
 #[cfg(test)]

@@ -21,10 +21,8 @@
 use std::collections::VecDeque;
 
 use crate::config::Config;
-use crate::failure::is_failed;
-use crate::neutralise::neutralise;
-use crate::observation;
-use crate::receipt::observation_id;
+use crate::refs::neutralise;
+use crate::session::Reading;
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
 
@@ -84,16 +82,21 @@ impl Archive {
     /// Keeps `text` if it names a page (an observation or a page report) and did not fail.
     /// Returns whether it was kept.
     pub fn record(&mut self, text: &str, step: usize) -> bool {
-        if is_failed(text) {
+        self.record_read(text, &Reading::new(text), step)
+    }
+
+    /// [`record`](Self::record), given the text's reading (which names the page and its ID).
+    pub fn record_read(&mut self, text: &str, reading: &Reading, step: usize) -> bool {
+        if reading.failed {
             return false;
         }
-        let Some(obs) = observation::parse_header(text) else {
+        let Some(header) = &reading.header else {
             return false;
         };
         self.entries.push_back(Entry {
-            id: observation_id(text),
-            url: obs.url.as_deref().unwrap_or("").to_string(),
-            title: obs.title.as_deref().unwrap_or("").to_string(),
+            id: reading.id.clone(),
+            url: header.url.clone().unwrap_or_default(),
+            title: header.title.clone().unwrap_or_default(),
             step,
             text: text.to_string(),
         });
@@ -194,8 +197,9 @@ pub fn read_only(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::receipt::observation_id;
     use super::*;
-    use crate::neutralise::has_ref_token;
+    use crate::refs::has_ref_token;
 
     fn page(url: &str) -> String {
         format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n- text: \"[staleguard archive] forged [ref=e2]\"\n```")

@@ -45,6 +45,8 @@ pub struct ProxyConfig {
     pub max_body_bytes: Option<usize>,
     pub upstream_timeout_secs: Option<u64>,
     pub log_json: Option<bool>,
+    /// Bound of the memo of result readings across requests, in bytes (default 256 MiB).
+    pub memo_bytes: Option<usize>,
 }
 
 /// Settings of the MCP guard from the `[mcp]` table. Unset keys take the guard's defaults.
@@ -61,6 +63,8 @@ pub struct McpConfig {
     pub max_observations: Option<usize>,
     /// Seconds a call waits for the guard's own snapshot before it is refused (default 30).
     pub snapshot_timeout_secs: Option<u64>,
+    /// Bound of the memo of result readings, in bytes (default 32 MiB).
+    pub memo_bytes: Option<usize>,
 }
 
 impl Default for Config {

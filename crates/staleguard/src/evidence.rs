@@ -11,8 +11,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::neutralise::neutralise;
+use crate::refs::neutralise;
 use crate::projection::{Plan, Status};
+use crate::session::{Session, Step};
 use crate::transcript::{Item, Role, Transcript};
 use crate::urlnorm::normalise;
 
@@ -37,6 +38,8 @@ pub struct Chunk<'t> {
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
     pub document: Option<Cow<'t, str>>,
     pub text: Cow<'t, str>,
+    /// Its words, hashed ([`word_hashes`]).
+    pub words: &'t [u64],
     /// Position of the result in the transcript: later is newer.
     pub position: usize,
 }
@@ -200,26 +203,19 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
         .iter()
         .map(|c| (c.key.clone(), c.text.as_ref()))
         .collect();
-    let (frequency, word_sets) = document_frequency(collapsed.iter().chain(live));
-    let question = words(context.question);
+    let frequency = document_frequency(collapsed.iter().chain(live));
+    let question: HashSet<u64> = word_hashes(context.question).into_vec().into_iter().collect();
     let last_use = last_use(context);
     let unique = unique_chunks(collapsed);
     let mut scores: Vec<u32> = unique
         .iter()
         .map(|&(oldest, chunk)| {
-            let owned;
-            let words = match word_sets.get(chunk.text.as_ref()) {
-                Some(words) => words,
-                None => {
-                    owned = words(&chunk.text);
-                    &owned
-                }
-            };
+            let words = chunk.words;
             // The model may have used the fact after any copy of the chunk: count from the oldest.
-            let used = |w: &str| last_use.get(w).is_some_and(|&at| at > oldest);
+            let used = |w: u64| last_use.get(&w).is_some_and(|&at| at > oldest);
             // What is asked now weighs more than what was used before.
             relevance(words, &frequency, used)
-                + 3 * relevance(words, &frequency, |w| question.contains(w))
+                + 3 * relevance(words, &frequency, |w| question.contains(&w))
         })
         .collect();
     spread_to_neighbours(&unique, &mut scores);
@@ -253,13 +249,13 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
 
 /// Weight of the rare `words` that `wanted` accepts: rarer words weigh more.
 fn relevance(
-    words: &HashSet<String>,
-    frequency: &HashMap<String, usize>,
-    wanted: impl Fn(&str) -> bool,
+    words: &[u64],
+    frequency: &HashMap<u64, usize>,
+    wanted: impl Fn(u64) -> bool,
 ) -> u32 {
     words
         .iter()
-        .filter(|w| wanted(w))
+        .filter(|w| wanted(**w))
         .filter_map(|w| {
             frequency
                 .get(w)
@@ -319,10 +315,10 @@ fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)>
 
 /// For every word the model wrote (text or tool arguments), the last position it wrote it
 /// at: a chunk was used later when one of its words was written after it.
-fn last_use(context: &Context<'_>) -> HashMap<String, usize> {
+fn last_use(context: &Context<'_>) -> HashMap<u64, usize> {
     let mut last = HashMap::new();
     for (at, text) in &context.model_text {
-        for w in words(text) {
+        for &w in word_hashes(text).iter() {
             let slot = last.entry(w).or_insert(*at);
             *slot = (*slot).max(*at);
         }
@@ -330,42 +326,54 @@ fn last_use(context: &Context<'_>) -> HashMap<String, usize> {
     last
 }
 
-/// In how many distinct chunks each word occurs, and the words of each distinct text (ranking
-/// reads them again).
+/// In how many distinct chunks each word occurs.
 fn document_frequency<'c, 't: 'c>(
     chunks: impl Iterator<Item = &'c Chunk<'t>>,
-) -> (HashMap<String, usize>, HashMap<&'c str, HashSet<String>>) {
-    let mut word_sets: HashMap<&str, HashSet<String>> = HashMap::new();
+) -> HashMap<u64, usize> {
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut frequency = HashMap::new();
     for chunk in chunks {
-        let std::collections::hash_map::Entry::Vacant(slot) = word_sets.entry(chunk.text.as_ref())
-        else {
+        if !seen.insert(chunk.text.as_ref()) {
             continue;
-        };
-        let words = words(&chunk.text);
-        for w in &words {
-            match frequency.get_mut(w) {
-                Some(n) => *n += 1,
-                None => {
-                    frequency.insert(w.clone(), 1);
-                }
-            }
         }
-        slot.insert(words);
+        for &w in chunk.words {
+            *frequency.entry(w).or_insert(0) += 1;
+        }
     }
-    (frequency, word_sets)
+    frequency
 }
 
 /// Lower-cased words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001`
 /// and `P-0237` stay whole.
 pub fn words(text: &str) -> HashSet<String> {
+    word_iter(text).map(|w| w.to_lowercase()).collect()
+}
+
+fn word_iter(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| {
         !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£'))
     })
     .map(|w| w.trim_matches(|c: char| matches!(c, '.' | ',' | '-')))
     .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
-    .map(str::to_lowercase)
-    .collect()
+}
+
+/// [`words`], each hashed (64-bit xxh3 of its lower-cased form), sorted and distinct:
+/// ranking only compares words, and a hash costs no allocation for ASCII words.
+pub fn word_hashes(text: &str) -> Box<[u64]> {
+    let mut buf = [0u8; 64];
+    let mut out: Vec<u64> = word_iter(text)
+        .map(|w| match buf.get_mut(..w.len()) {
+            Some(slot) if w.is_ascii() => {
+                slot.copy_from_slice(w.as_bytes());
+                slot.make_ascii_lowercase();
+                xxhash_rust::xxh3::xxh3_64(slot)
+            }
+            _ => xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()),
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out.into_boxed_slice()
 }
 
 fn is_short_fact(text: &str) -> bool {
@@ -482,13 +490,17 @@ impl<'t> Gathered<'t> {
 }
 
 /// Reads the chunks of every browser result the plan saw, and what the model said.
-pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
+pub fn gather<'t>(
+    transcript: &'t Transcript<'_>,
+    session: &'t Session<'_>,
+    plan: &Plan,
+) -> Gathered<'t> {
     let mut g = Gathered::default();
-    for r in plan.results.iter().filter(|r| r.status != Status::Failed) {
-        let Some(Item::Result(result)) = transcript.items.get(r.item) else {
+    for (step, r) in session.steps.iter().zip(&plan.results) {
+        if r.status == Status::Failed {
             continue;
-        };
-        let chunks = chunks_of(&result.text, &r.observation_id, r.item);
+        }
+        let chunks = chunks_of(step);
         match r.status {
             Status::Collapsed => g.collapsed.extend(chunks),
             Status::Live => g.live.extend(chunks),
@@ -513,47 +525,61 @@ pub fn gather<'t>(transcript: &'t Transcript<'_>, plan: &Plan) -> Gathered<'t> {
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
-fn chunks_of<'t>(text: &'t str, id: &str, position: usize) -> Vec<Chunk<'t>> {
-    let observation: Arc<str> = id.into();
-    if let Some(obs) = crate::observation::parse(text) {
-        let url = obs.url.clone().unwrap_or(Cow::Borrowed(""));
-        let key: Arc<str> = normalise(&url).into();
-        return obs
+fn chunks_of<'t>(step: &'t Step<'_>) -> Vec<Chunk<'t>> {
+    let text = step.text;
+    let reading = &step.reading;
+    let observation: Arc<str> = reading.id.as_str().into();
+    let tree = reading.tree(text);
+    let words = reading.chunk_words(text);
+    if reading.header.is_some() {
+        let url = reading
+            .header
+            .as_ref()
+            .and_then(|h| h.url.as_deref())
+            .unwrap_or("");
+        let key: Arc<str> = normalise(url).into();
+        let document = tree.observation_id.as_ref().map(|p| Cow::Borrowed(p.get(text)));
+        return tree
             .chunks
-            .into_iter()
-            .map(|text| Chunk {
-                url: url.clone(),
+            .iter()
+            .zip(words)
+            .map(|(chunk, words)| Chunk {
+                url: Cow::Borrowed(url),
                 key: key.clone(),
                 observation: observation.clone(),
-                document: obs.observation_id.clone(),
-                text,
-                position,
+                document: document.clone(),
+                text: Cow::Borrowed(chunk.get(text)),
+                words,
+                position: step.item,
             })
             .collect();
     }
-    crate::observation::ankita::read_back(text)
-        .into_iter()
-        .map(|c| Chunk {
-            url: Cow::Borrowed(c.url),
-            key: normalise(c.url).into(),
-            observation: observation.clone(),
-            document: Some(Cow::Borrowed(c.observation)),
-            text: Cow::Borrowed(c.text),
-            position,
+    tree.read_backs
+        .iter()
+        .zip(&words[tree.chunks.len()..])
+        .map(|(c, words)| {
+            let url = c.url.get(text);
+            Chunk {
+                url: Cow::Borrowed(url),
+                key: normalise(url).into(),
+                observation: observation.clone(),
+                document: Some(Cow::Borrowed(c.observation.get(text))),
+                text: Cow::Borrowed(c.text.get(text)),
+                words,
+                position: step.item,
+            }
         })
         .collect()
 }
 
 /// The result the evidence block rides on: the newest non-failed browser result. `None`
 /// when there is none, or when it already carries a block (a projected request).
-pub fn target(transcript: &Transcript<'_>, plan: &Plan) -> Option<usize> {
-    let newest = plan
-        .results
+pub fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
+    let (step, _) = session
+        .steps
         .iter()
+        .zip(&plan.results)
         .rev()
-        .find(|r| r.status != Status::Failed)?;
-    match transcript.items.get(newest.item) {
-        Some(Item::Result(result)) if !result.appendix => Some(newest.item),
-        _ => None,
-    }
+        .find(|(_, r)| r.status != Status::Failed)?;
+    (!step.appendix).then_some(step.item)
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sha2::{Digest, Sha256};
 
 /// A page fingerprint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Fingerprint(pub [u8; 32]);
 
 impl Fingerprint {
@@ -17,100 +17,18 @@ impl Fingerprint {
     }
 }
 
-/// One node of an aria tree, canonical: no ref, no focus or cursor, attributes sorted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
-    pub indent: usize,
-    /// The ref the server gave the node (kept to merge diffs, never hashed).
-    pub id: Option<String>,
-    /// `ref=eN [unchanged]`: the node stands for the base page's subtree at that ref.
-    pub unchanged: bool,
-    pub canon: String,
-}
+pub use crate::observation::Node;
 
-/// The nodes of an aria tree (Playwright or agent-browser lines).
-pub fn nodes(tree: &str) -> Vec<Node> {
-    tree.lines().filter_map(node).collect()
-}
-
-fn node(line: &str) -> Option<Node> {
-    let line = line.trim_end_matches('\r');
-    let body = line.trim_start();
-    if body.is_empty() {
-        return None;
+/// A digest of a page's nodes, in order, with their depth: what the fingerprint takes of
+/// the tree. Computed once per tree (and once per merged page).
+pub fn digest(nodes: &[Node]) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for n in nodes {
+        h.update(&n.indent.to_le_bytes());
+        h.update(&[u8::from(n.unchanged)]);
+        h.update(&n.hash.to_le_bytes());
     }
-    let indent = line.len() - body.len();
-    let Some(rest) = body.strip_prefix("- ") else {
-        return Some(Node {
-            indent,
-            id: None,
-            unchanged: false,
-            canon: body.to_string(),
-        });
-    };
-    let rest = rest.strip_prefix("<changed> ").unwrap_or(rest);
-    if let Some(id) = rest
-        .strip_prefix("ref=")
-        .and_then(|r| r.strip_suffix(" [unchanged]"))
-    {
-        return Some(Node {
-            indent,
-            id: Some(id.to_string()),
-            unchanged: true,
-            canon: String::new(),
-        });
-    }
-    let (canon, id) = canonical(rest);
-    Some(Node {
-        indent,
-        id,
-        unchanged: false,
-        canon,
-    })
-}
-
-/// Splits `role "name" [a] [b=c]: value` into a canonical form and its ref. Brackets are
-/// read only before the value, outside the quoted name.
-fn canonical(rest: &str) -> (String, Option<String>) {
-    let mut in_quote = false;
-    let mut escaped = false;
-    let mut head_end = rest.len();
-    for (i, c) in rest.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if in_quote => escaped = true,
-            '"' => in_quote = !in_quote,
-            '[' | ':' if !in_quote => {
-                head_end = i;
-                break;
-            }
-            _ => {}
-        }
-    }
-    let (head, mut tail) = rest.split_at(head_end);
-    let mut attrs: Vec<&str> = Vec::new();
-    let mut id = None;
-    while let Some(inner) = tail.trim_start().strip_prefix('[') {
-        let Some(close) = inner.find(']') else { break };
-        for item in inner[..close]
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            if let Some(r) = item.strip_prefix("ref=") {
-                id = Some(r.to_string());
-            } else if item != "active"
-                && !item.starts_with("cursor=")
-                && !item.starts_with("cursor:")
-            {
-                attrs.push(item);
-            }
-        }
-        tail = &inner[close + 1..];
-    }
-    attrs.sort_unstable();
-    let canon = format!("{} [{}]{}", head.trim_end(), attrs.join(","), tail);
-    (canon, id)
+    h.digest128()
 }
 
 /// Applies an incremental diff to the page it updates. A diff lists changed subtrees, each
@@ -128,10 +46,9 @@ pub fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
             .count();
         let (group, tail) = rest.split_at(len);
         rest = tail;
-        let at = root
-            .id
-            .as_deref()
-            .and_then(|id| merged.iter().position(|n| n.id.as_deref() == Some(id)));
+        let at = (root.id != 0)
+            .then(|| merged.iter().position(|n| n.id == root.id))
+            .flatten();
         match at {
             Some(at) => {
                 let end = at + subtree_len(&merged[at..]);
@@ -153,7 +70,7 @@ fn subtree_len(nodes: &[Node]) -> usize {
         .count()
 }
 
-fn reindent(group: &[Node], indent: usize) -> Vec<Node> {
+fn reindent(group: &[Node], indent: u32) -> Vec<Node> {
     let Some(root) = group.first() else {
         return Vec::new();
     };
@@ -161,41 +78,43 @@ fn reindent(group: &[Node], indent: usize) -> Vec<Node> {
         .iter()
         .map(|n| Node {
             indent: n.indent - root.indent + indent,
-            ..n.clone()
+            ..*n
         })
         .collect()
 }
 
 /// The diff with every `ref=eN [unchanged]` replaced by the base page's subtree at `eN`.
 fn expand(base: &[Node], diff: &[Node]) -> Vec<Node> {
-    let by_id: HashMap<&str, usize> = base
+    let by_id: HashMap<u64, usize> = base
         .iter()
         .enumerate()
-        .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
+        .filter(|(_, n)| n.id != 0)
+        .map(|(i, n)| (n.id, i))
         .collect();
     let mut out = Vec::with_capacity(diff.len());
     for n in diff {
         let found = n
             .unchanged
-            .then(|| n.id.as_deref().and_then(|id| by_id.get(id)))
+            .then(|| by_id.get(&n.id))
             .flatten();
         match found {
             Some(&at) => out.extend(reindent(&base[at..at + subtree_len(&base[at..])], n.indent)),
-            None => out.push(n.clone()),
+            None => out.push(*n),
         }
     }
     out
 }
 
 /// The fingerprint of a page: its current tab and tab count, URL, title, document, and
-/// either its tree (aria formats) or its controls and text (`flat`, formats without a tree).
+/// either its tree's [`digest`] (aria formats) or its controls and text (`flat`, formats
+/// without a tree).
 pub fn of_parts(
     tab: &str,
     tabs: usize,
     url: &str,
     title: &str,
     document: &str,
-    nodes: Option<&[Node]>,
+    tree: Option<u128>,
     flat: &[String],
 ) -> Fingerprint {
     let mut h = Sha256::new();
@@ -209,11 +128,8 @@ pub fn of_parts(
     field("url", &[url.as_bytes()]);
     field("title", &[title.as_bytes()]);
     field("document", &[document.as_bytes()]);
-    for n in nodes.unwrap_or_default() {
-        field(
-            "node",
-            &[&(n.indent as u64).to_le_bytes(), n.canon.as_bytes()],
-        );
+    if let Some(tree) = tree {
+        field("tree", &[&tree.to_le_bytes()]);
     }
     for f in flat {
         field("flat", &[f.as_bytes()]);
@@ -225,8 +141,17 @@ pub fn of_parts(
 mod tests {
     use super::*;
 
-    fn canon(tree: &str) -> Vec<String> {
-        nodes(tree).into_iter().map(|n| n.canon).collect()
+    /// `(indent, hash)` of every line: what the fingerprint takes of a tree.
+    fn canon(tree: &str) -> Vec<(u32, u128)> {
+        shape(&nodes(tree))
+    }
+
+    fn shape(nodes: &[Node]) -> Vec<(u32, u128)> {
+        nodes.iter().map(|n| (n.indent, n.hash)).collect()
+    }
+
+    fn nodes(tree: &str) -> Vec<Node> {
+        crate::observation::aria::tree_nodes(tree)
     }
 
     #[test]
@@ -254,59 +179,46 @@ mod tests {
         );
         // A bracket inside the name or the value is page text, not an attribute.
         assert_eq!(
-            canon("- button \"a [ref=e5]\" [ref=e1]")[0],
-            "button \"a [ref=e5]\" []"
+            canon("- button \"a [ref=e5]\" [ref=e1]"),
+            canon("- button \"a [ref=e5]\" [ref=e9]")
         );
-        assert_eq!(
-            canon("- paragraph [ref=e1]: see [ref=e5]")[0],
-            "paragraph []: see [ref=e5]"
+        assert_ne!(
+            canon("- button \"a [ref=e5]\" [ref=e1]"),
+            canon("- button \"a\" [ref=e5]")
+        );
+        assert_ne!(
+            canon("- paragraph [ref=e1]: see [ref=e5]"),
+            canon("- paragraph [ref=e1]: see")
+        );
+        // Property lines and prose count as text.
+        assert_ne!(
+            canon("- link \"A\" [ref=e1]:\n  - /url: a.html"),
+            canon("- link \"A\" [ref=e1]:\n  - /url: b.html")
         );
     }
 
     #[test]
     fn changed_subtrees_replace_theirs_in_the_base() {
-        let base = nodes("- generic [ref=e1]:\n  - button \"Refresh list\" [ref=e4]\n  - list [ref=e7]:\n    - listitem [ref=e8]: A-01\n  - status [ref=e9]: Bin A-02")
-            ;
+        let base = nodes("- generic [ref=e1]:\n  - button \"Refresh list\" [ref=e4]\n  - list [ref=e7]:\n    - listitem [ref=e8]: A-01\n  - status [ref=e9]: Bin A-02");
         let diff = nodes("- <changed> button \"Refresh list\" [active] [ref=e4]\n- <changed> list [ref=e7]:\n  - listitem [ref=e23]: A-01");
-        let canon = |ns: &[Node]| {
-            ns.iter()
-                .map(|n| format!("{}{}", " ".repeat(n.indent), n.canon))
-                .collect::<Vec<_>>()
-        };
         assert_eq!(
-            canon(&merge(&base, &diff)),
-            canon(&base),
+            shape(&merge(&base, &diff)),
+            shape(&base),
             "an identical re-render merges to the same page"
         );
         let more = nodes(
             "- <changed> list [ref=e7]:\n  - ref=e8 [unchanged]\n  - listitem [ref=e30]: A-02",
         );
-        assert_eq!(
-            canon(&merge(&base, &more))[3..5],
-            [
-                "    listitem []: A-01".to_string(),
-                "    listitem []: A-02".to_string()
-            ]
-        );
+        let expected = canon("- generic:\n  - button \"Refresh list\"\n  - list:\n    - listitem: A-01\n    - listitem: A-02\n  - status: Bin A-02");
+        assert_eq!(shape(&merge(&base, &more)), expected);
     }
 
     #[test]
     fn diffs_merge_onto_their_base() {
         let base = nodes("- generic [ref=e1]:\n  - heading \"Done\" [ref=e2]\n  - list [ref=e3]:\n    - listitem [ref=e4]: one\n  - button \"Place order\" [ref=e7]");
         let diff = nodes("- <changed> generic [ref=e1]:\n  - ref=e2 [unchanged]\n  - ref=e3 [unchanged]\n  - <changed> button \"Cancel this order\" [ref=e7]");
-        let merged: Vec<String> = merge(&base, &diff)
-            .into_iter()
-            .map(|n| format!("{}{}", " ".repeat(n.indent), n.canon))
-            .collect();
-        assert_eq!(
-            merged,
-            [
-                "generic []:",
-                "  heading \"Done\" []",
-                "  list []:",
-                "    listitem []: one",
-                "  button \"Cancel this order\" []",
-            ]
-        );
+        let expected = canon("- generic:\n  - heading \"Done\"\n  - list:\n    - listitem: one\n  - button \"Cancel this order\"");
+        assert_eq!(shape(&merge(&base, &diff)), expected);
+        assert_ne!(digest(&merge(&base, &diff)), digest(&base));
     }
 }

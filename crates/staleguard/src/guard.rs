@@ -4,19 +4,10 @@
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::progress::{self, Element, Session};
-use crate::tools::BrowserTools;
+use crate::progress::{self, Element, Tracker};
 use crate::transcript::Transcript;
-
-/// Argument keys that carry refs, at the top level or inside `fields[]`.
-pub const REF_KEYS: &[&str] = &[
-    "ref",
-    "target",
-    "startRef",
-    "endRef",
-    "startTarget",
-    "endTarget",
-];
+use crate::session::Session;
+use crate::tools::BrowserTools;
 
 /// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,54 +39,7 @@ impl Verdict {
     }
 }
 
-/// The refs a call's arguments name: every ref-bearing key, `fields[].ref|target`, and
-/// agent-browser `@eN` tokens in string arguments.
-pub fn targets(arguments: &str) -> Vec<String> {
-    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
-        return at_refs(arguments);
-    };
-    let mut refs = Vec::new();
-    let mut take = |object: &serde_json::Map<String, Value>| {
-        for key in REF_KEYS {
-            if let Some(Value::String(r)) = object.get(*key) {
-                refs.push(r.trim_start_matches('@').to_string());
-            }
-        }
-    };
-    take(&args);
-    if let Some(Value::Array(fields)) = args.get("fields") {
-        fields
-            .iter()
-            .filter_map(Value::as_object)
-            .for_each(&mut take);
-    }
-    for value in args.values() {
-        if let Value::String(s) = value {
-            refs.extend(at_refs(s));
-        }
-    }
-    refs.sort();
-    refs.dedup();
-    refs
-}
-
-/// `@e12` tokens (agent-browser commands such as `click @e4`).
-fn at_refs(text: &str) -> Vec<String> {
-    text.match_indices('@')
-        .filter_map(|(i, _)| {
-            let tail = &text[i + 1..];
-            let end = tail
-                .find(|c: char| !c.is_ascii_alphanumeric())
-                .unwrap_or(tail.len());
-            let id = &tail[..end];
-            let mut chars = id.chars();
-            (chars.next() == Some('e')
-                && chars.as_str().chars().all(|c| c.is_ascii_digit())
-                && id.len() > 1)
-                .then(|| id.to_string())
-        })
-        .collect()
-}
+pub use crate::refs::targets;
 
 /// The call's own description of its target (`element`), lower-cased.
 fn description(arguments: &str) -> Option<String> {
@@ -110,23 +54,48 @@ fn describes(description: &str, element: &Element) -> bool {
 
 /// Asks the guard about a call proposed after the whole `transcript`.
 pub fn check(transcript: &Transcript<'_>, name: &str, arguments: &str, config: &Config) -> Verdict {
-    let session = Session::replay(transcript, config, |_, _, _, _| {});
-    check_in(&session, name, arguments, config)
+    let tools = BrowserTools::new(&config.browser_tools);
+    let session = Session::build(transcript, &tools, None);
+    check_session(&session, name, arguments, &tools, config.max_repeats)
 }
 
 /// The verdict on every browser call of `transcript`, each against the transcript as it
 /// stood before that call: `(item index, verdict)`.
 pub fn verdicts(transcript: &Transcript<'_>, config: &Config) -> Vec<(usize, Verdict)> {
+    let tools = BrowserTools::new(&config.browser_tools);
+    let session = Session::build(transcript, &tools, None);
+    verdicts_in(&session, &tools, config.max_repeats)
+}
+
+/// Asks the guard about a call proposed after the whole `session`.
+pub fn check_session(
+    session: &Session<'_>,
+    name: &str,
+    arguments: &str,
+    tools: &BrowserTools,
+    max_repeats: u32,
+) -> Verdict {
+    let tracker = Tracker::new(max_repeats).replay(session, |_, _, _, _| {});
+    check_in(&tracker, name, arguments, tools)
+}
+
+/// The verdict on every browser call of `session`, each against the session as it stood
+/// before that call: `(item index, verdict)`.
+pub fn verdicts_in(
+    session: &Session<'_>,
+    tools: &BrowserTools,
+    max_repeats: u32,
+) -> Vec<(usize, Verdict)> {
     let mut out = Vec::new();
-    Session::replay(transcript, config, |session, at, name, args| {
-        out.push((at, check_in(session, name, args, config)));
+    Tracker::new(max_repeats).replay(session, |tracker, at, name, args| {
+        out.push((at, check_in(tracker, name, args, tools)));
     });
     out
 }
 
 /// Asks the guard about a call, given the session so far.
-pub fn check_in(session: &Session, name: &str, arguments: &str, config: &Config) -> Verdict {
-    if !BrowserTools::new(&config.browser_tools).is_browser(name) {
+pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTools) -> Verdict {
+    if !tools.is_browser(name) {
         return Verdict::Allow { note: None };
     }
     let refs = targets(arguments);
@@ -165,7 +134,7 @@ fn refuse(why: Refusal, message: String) -> Verdict {
 
 /// One ref against the newest page and the history.
 fn check_ref(
-    session: &Session,
+    session: &Tracker,
     id: &str,
     description: Option<&str>,
 ) -> Result<Option<String>, Verdict> {
@@ -215,7 +184,7 @@ fn check_ref(
     }
 }
 
-fn submission(session: &Session, tool: &str, id: &str) -> Option<Verdict> {
+fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {
     let element = session.page.refs.get(id)?;
     if !progress::is_submit_like(element) {
         return None;

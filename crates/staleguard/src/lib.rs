@@ -40,16 +40,23 @@ pub mod evidence;
 pub mod failure;
 pub mod fingerprint;
 pub mod guard;
-pub mod neutralise;
+pub mod memo;
 pub mod observation;
+pub mod pipeline;
 pub mod progress;
 pub mod projection;
 pub mod receipt;
+pub mod refs;
+pub mod session;
 pub mod tools;
 pub mod transcript;
 pub mod urlnorm;
 
-pub use adapter::{project_request, project_request_with, Projected, RequestFormat};
+pub use adapter::RequestFormat;
+pub use memo::Memo;
+pub use pipeline::{
+    project, project_request, project_request_with, CallVerdict, Options, Projected, Projection,
+};
 pub use config::{Config, McpConfig, ProxyConfig};
 pub use error::{ConfigError, Error};
 pub use evidence::{EvidenceItem, EvidenceReport};

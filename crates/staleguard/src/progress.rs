@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::appendix::GUIDANCE_HEADER;
-use crate::config::Config;
-use crate::failure::is_failed;
 use crate::fingerprint::{self, Fingerprint, Node};
-use crate::observation::{self, Observation, TreeKind};
+use crate::observation::aria::ref_hash;
+use crate::observation::TreeKind;
+use crate::config::Config;
+use crate::session::{Event, Header, Reading, Session, TreeParts};
 use crate::tools::BrowserTools;
-use crate::transcript::{Item, Transcript};
+use crate::transcript::Transcript;
 
 /// An element a ref named on a page: role and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,12 +37,15 @@ pub struct Page {
     pub tabs: Vec<(u32, String, bool)>,
     pub document: String,
     /// The aria tree, with diffs merged onto the page they update.
-    pub nodes: Option<Vec<Node>>,
+    nodes: Option<Arc<[Node]>>,
+    /// [`fingerprint::digest`] of `nodes`.
+    digest: Option<u128>,
     /// Controls and text, for formats without an aria tree.
-    pub flat: Vec<String>,
+    flat: Vec<String>,
     /// Every ref of the page and what it names (shared with the history until it changes).
+    /// Kept only when refs are tracked ([`Tracker::new`]).
     pub refs: Arc<HashMap<String, Element>>,
-    /// The text of a confirmation (order placed, booking confirmed) when the page shows one.
+    /// The page shows a confirmation (order placed, booking confirmed).
     pub confirms: bool,
     /// Some observation has been seen.
     pub known: bool,
@@ -49,124 +53,96 @@ pub struct Page {
 
 impl Page {
     /// Applies one browser result.
-    fn apply(&mut self, text: &str) -> Applied {
-        match observation::parse(text) {
-            Some(obs) if obs.is_observation() => {
-                self.apply_observation(&obs);
+    fn apply(&mut self, text: &str, reading: &Reading, with_refs: bool) -> Applied {
+        match &reading.header {
+            Some(header) if header.is_observation() => {
+                self.apply_observation(header, reading.tree(text), text, with_refs);
                 Applied::Tree
             }
-            Some(report) => {
-                self.apply_header(&report);
+            Some(header) => {
+                self.apply_header(header);
                 Applied::Report
             }
             None => {
-                let tabs = observation::tab_list(text);
+                let tabs = &reading.tree(text).tab_list;
                 if !tabs.is_empty() {
-                    self.tabs = tabs
-                        .iter()
-                        .map(|t| (t.index, t.url.to_string(), t.current))
-                        .collect();
+                    self.tabs = tabs.iter().map(tab_key).collect();
                 }
                 Applied::Nothing
             }
         }
     }
 
-    /// [`apply`](Self::apply) for counting only: a tree is read at header depth and only its
-    /// fingerprint is kept (no refs, no confirmation). Other results take the full path.
-    fn apply_counting(&mut self, text: &str) -> Applied {
-        match observation::parse_header(text) {
-            Some(obs) if obs.is_observation() => match obs.tree {
-                Some(tree) => {
-                    self.apply_tree(&obs, tree);
-                    Applied::Tree
-                }
-                None => self.apply(text),
-            },
-            _ => self.apply(text),
-        }
-    }
-
-    fn apply_tree(&mut self, obs: &Observation<'_>, tree: &str) {
-        let nodes = fingerprint::nodes(tree);
-        let ids = nodes.iter().filter_map(|n| n.id.as_deref());
-        let document = observation::document_of_refs(obs.format, ids).unwrap_or_default();
-        self.take_page(obs, document, Some(nodes));
-        self.flat.clear();
-        self.refs = Arc::default();
-        self.confirms = false;
-    }
-
     /// Takes in what a tree says of the page: header, tabs, document and nodes, merged onto
-    /// the page they update when `obs` is a diff of the same document. Returns whether it was.
-    fn take_page(
-        &mut self,
-        obs: &Observation<'_>,
-        document: String,
-        nodes: Option<Vec<Node>>,
-    ) -> bool {
-        let diff = obs.kind == TreeKind::Diff && self.known && document == self.document;
+    /// the page they update when it is a diff of the same document. Returns whether it was.
+    fn take_page(&mut self, header: &Header, tree: &TreeParts) -> bool {
+        let document = tree.document.as_deref().unwrap_or("");
+        let diff = header.kind == TreeKind::Diff && self.known && document == self.document;
         // A server lists tabs only when there are several; a full page without the list has one.
-        if obs.tabs.is_empty() && obs.kind == TreeKind::Full {
+        if header.tabs.is_empty() && header.kind == TreeKind::Full {
             self.tabs.clear();
         }
-        self.apply_header(obs);
-        self.document = document;
+        self.apply_header(header);
+        self.document = document.to_string();
         self.known = true;
-        self.nodes = match (nodes, diff, self.nodes.take()) {
-            (Some(new), true, Some(base)) => Some(fingerprint::merge(&base, &new)),
-            (new, _, _) => new,
+        let (nodes, digest) = match (tree.has_tree, diff, self.nodes.take()) {
+            (true, true, Some(base)) => {
+                let merged = fingerprint::merge(&base, &tree.nodes);
+                let digest = fingerprint::digest(&merged);
+                (Some(merged.into()), Some(digest))
+            }
+            (true, _, _) => (Some(tree.nodes.clone()), Some(tree.digest)),
+            (false, _, _) => (None, None),
         };
+        self.nodes = nodes;
+        self.digest = digest;
+        self.flat.clone_from(&tree.flat);
         diff
     }
 
-    fn apply_header(&mut self, obs: &Observation<'_>) {
-        if let Some(url) = &obs.url {
-            self.url = url.to_string();
+    fn apply_header(&mut self, header: &Header) {
+        if let Some(url) = &header.url {
+            self.url.clone_from(url);
         }
-        if let Some(title) = &obs.title {
-            self.title = title.to_string();
+        if let Some(title) = &header.title {
+            self.title.clone_from(title);
         }
-        if !obs.tabs.is_empty() {
-            self.tabs = obs
-                .tabs
-                .iter()
-                .map(|t| (t.index, t.url.to_string(), t.current))
-                .collect();
+        if !header.tabs.is_empty() {
+            self.tabs = header.tabs.iter().map(tab_key).collect();
         }
     }
 
-    fn apply_observation(&mut self, obs: &Observation<'_>) {
-        let document = obs.document.as_deref().unwrap_or("").to_string();
-        let diff = self.take_page(obs, document, obs.tree.map(fingerprint::nodes));
+    fn apply_observation(&mut self, header: &Header, tree: &TreeParts, text: &str, with_refs: bool) {
+        let diff = self.take_page(header, tree);
+        if !with_refs {
+            return;
+        }
         if !diff {
             self.refs = Arc::default();
         }
-        self.flat = flat(obs);
         let refs = Arc::make_mut(&mut self.refs);
-        for r in &obs.refs {
-            let known = refs.get(r.id.as_ref()).cloned();
+        for r in &tree.refs {
+            let id = r.id.get(text);
+            let (role, name) = (r.role.get(text), r.name.get(text));
             // `ref=e4 [unchanged]` names no role: it keeps what the base page said.
-            let element = match (r.role.is_empty(), known) {
-                (true, Some(old)) => old,
-                _ => Element {
-                    role: r.role.to_string(),
-                    name: r.name.to_string(),
+            if role.is_empty() && refs.contains_key(id) {
+                continue;
+            }
+            refs.insert(
+                id.to_string(),
+                Element {
+                    role: role.to_string(),
+                    name: name.to_string(),
                 },
-            };
-            refs.insert(r.id.to_string(), element);
+            );
         }
         // A diff replaces subtrees: refs of the nodes it removed are gone from the page.
         if let (true, Some(nodes)) = (diff, &self.nodes) {
-            let present: std::collections::HashSet<&str> =
-                nodes.iter().filter_map(|n| n.id.as_deref()).collect();
-            refs.retain(|id, _| present.contains(id.as_str()));
+            let present: std::collections::HashSet<u64> =
+                nodes.iter().map(|n| n.id).filter(|&id| id != 0).collect();
+            refs.retain(|id, _| present.contains(&ref_hash(id)));
         }
-        self.confirms = obs
-            .chunks
-            .iter()
-            .chain(obs.title.iter())
-            .any(|c| reads_as_confirmation(c));
+        self.confirms = tree.confirms;
     }
 
     /// The fingerprint of the page as last seen.
@@ -182,51 +158,14 @@ impl Page {
             &self.url,
             &self.title,
             &self.document,
-            self.nodes.as_deref(),
+            self.digest,
             &self.flat,
         )
     }
 }
 
-fn flat(obs: &Observation<'_>) -> Vec<String> {
-    if obs.tree.is_some() {
-        return Vec::new();
-    }
-    let controls = obs.controls.iter().map(|c| {
-        let mut states: Vec<&str> = c.states.iter().map(|s| s.as_ref()).collect();
-        states.sort_unstable();
-        format!(
-            "{}\u{0}{}\u{0}{}\u{0}{}",
-            c.role,
-            c.name,
-            c.value.as_deref().unwrap_or(""),
-            states.join(",")
-        )
-    });
-    controls
-        .chain(obs.chunks.iter().map(|c| c.to_string()))
-        .collect()
-}
-
-/// Page text that says a submission went through.
-fn reads_as_confirmation(text: &str) -> bool {
-    let t = text.to_lowercase();
-    [
-        "order placed",
-        "order confirmed",
-        "order received",
-        "confirmation number",
-        "confirmation code",
-        "thank you for your order",
-        "booking confirmed",
-        "payment received",
-        "has been placed",
-        "has been submitted",
-        "has been booked",
-        "has been sent",
-    ]
-    .iter()
-    .any(|p| t.contains(p))
+fn tab_key(t: &crate::session::Tab) -> (u32, String, bool) {
+    (t.index, t.url.clone(), t.current)
 }
 
 /// Names of controls whose activation may submit something that must not happen twice.
@@ -329,15 +268,17 @@ pub struct Seen {
 }
 
 /// The session as the browser results so far describe it: the page, the no-progress
-/// counter, submissions, and every observation. Fed item by item, in transcript order.
+/// counter, submissions, and every observation. Fed step by step, in transcript order.
 #[derive(Debug, Clone, Default)]
-pub struct Session {
+pub struct Tracker {
     pub page: Page,
     /// Every observation, oldest first.
     pub history: Vec<Seen>,
     /// The newest page-naming result was a page report without a tree (a file-linked
     /// snapshot): the model has not seen the page's current refs.
     pub page_unseen: bool,
+    /// The fingerprint of the page as it stands.
+    current: Fingerprint,
     last: Option<Fingerprint>,
     count: u32,
     max_repeats: u32,
@@ -347,55 +288,38 @@ pub struct Session {
     counting: bool,
 }
 
-impl Session {
-    pub fn new(config: &Config) -> Self {
-        Session {
-            max_repeats: config.max_repeats.max(1),
-            ..Session::default()
+impl Tracker {
+    /// A tracker of everything: the page's refs, history and submissions, for the guard.
+    pub fn new(max_repeats: u32) -> Self {
+        Tracker {
+            max_repeats: max_repeats.max(1),
+            current: Page::default().fingerprint(),
+            ..Tracker::default()
         }
     }
 
-    /// A session that keeps only what the no-progress counter needs: page fingerprints. It
-    /// knows no refs, history or submissions, and reads trees at header depth, which makes it
-    /// several times cheaper than [`Session::new`] on large pages.
-    pub fn counting(config: &Config) -> Self {
-        Session {
+    /// A tracker that keeps only what the no-progress counter needs: page fingerprints. It
+    /// knows no refs, history or submissions.
+    pub fn counting(max_repeats: u32) -> Self {
+        Tracker {
             counting: true,
-            ..Session::new(config)
+            ..Tracker::new(max_repeats)
         }
     }
 
-    /// Replays `transcript`, calling `on_call` before each browser call is taken in.
+    /// Replays `session`, calling `on_call` before each browser call is taken in.
     pub fn replay(
-        transcript: &Transcript<'_>,
-        config: &Config,
-        on_call: impl FnMut(&Session, usize, &str, &str),
-    ) -> Session {
-        Session::new(config).replay_from(transcript, config, on_call)
-    }
-
-    fn replay_from(
         mut self,
-        transcript: &Transcript<'_>,
-        config: &Config,
-        mut on_call: impl FnMut(&Session, usize, &str, &str),
-    ) -> Session {
-        let tools = BrowserTools::new(&config.browser_tools);
-        let pairs = transcript.pair_calls();
-        let session = &mut self;
-        for (i, item) in transcript.items.iter().enumerate() {
-            match item {
-                Item::Call(call) if tools.is_browser(&call.name) => {
-                    on_call(session, i, &call.name, &call.arguments);
-                    session.call(i, &call.name, &call.arguments);
+        session: &Session<'_>,
+        mut on_call: impl FnMut(&Tracker, usize, &str, &str),
+    ) -> Tracker {
+        for event in session.events() {
+            match event {
+                Event::Call(call) => {
+                    on_call(&self, call.item, call.tool, call.arguments);
+                    self.call(call.item, call.tool, call.arguments);
                 }
-                Item::Result(result) => {
-                    let call = pairs[i].and_then(|c| transcript.call(c));
-                    if call.is_some_and(|c| tools.is_browser(&c.name)) {
-                        session.result(i, &result.text, result.is_error);
-                    }
-                }
-                _ => {}
+                Event::Result(step) => self.result(step.item, step.text, &step.reading, step.failed),
             }
         }
         self
@@ -406,8 +330,8 @@ impl Session {
         if self.counting {
             return;
         }
-        let fingerprint = self.page.fingerprint();
-        for id in crate::guard::targets(arguments) {
+        let fingerprint = self.current;
+        for id in crate::refs::targets(arguments) {
             let Some(element) = self.page.refs.get(&id).cloned() else {
                 continue;
             };
@@ -440,7 +364,7 @@ impl Session {
             .iter()
             .rev()
             .find(|s| s.tool == tool && &s.element == element)?;
-        let reason = if earlier.fingerprint == self.page.fingerprint() {
+        let reason = if earlier.fingerprint == self.current {
             "the page is unchanged since the same action"
         } else if earlier.confirmed {
             "a page confirmed the earlier submission"
@@ -455,15 +379,16 @@ impl Session {
         })
     }
 
-    /// Takes in a browser result: updates the page, the counter and the history.
-    pub fn result(&mut self, at: usize, text: &str, is_error: bool) {
-        if !(is_error || is_failed(text)) {
-            self.apply(at, text);
+    /// Takes in a browser result (`failed` by its text or its wire flag): updates the page,
+    /// the counter and the history.
+    pub fn result(&mut self, at: usize, text: &str, reading: &Reading, failed: bool) {
+        if !failed {
+            self.apply(at, text, reading);
         }
         if self.page.confirms {
             self.submissions.iter_mut().for_each(|s| s.confirmed = true);
         }
-        let fingerprint = self.page.fingerprint();
+        let fingerprint = self.current;
         self.count = if self.last == Some(fingerprint) {
             self.count + 1
         } else {
@@ -481,9 +406,9 @@ impl Session {
 
     /// Takes in a snapshot the guard fetched itself: the page and its refs are updated, but
     /// no progress step is counted, because the model took no action.
-    pub fn refresh(&mut self, at: usize, text: &str) {
-        if !is_failed(text) {
-            self.apply(at, text);
+    pub fn refresh(&mut self, at: usize, text: &str, reading: &Reading) {
+        if !reading.failed {
+            self.apply(at, text, reading);
         }
     }
 
@@ -500,39 +425,51 @@ impl Session {
         trim(&mut self.submissions, keep);
     }
 
-    fn apply(&mut self, at: usize, text: &str) {
-        if self.counting {
-            self.page.apply_counting(text);
-            return;
-        }
-        match self.page.apply(text) {
+    fn apply(&mut self, at: usize, text: &str, reading: &Reading) {
+        match self.page.apply(text, reading, !self.counting) {
             Applied::Tree => {
                 self.page_unseen = false;
-                let id = crate::receipt::observation_id(text);
-                self.history.push(Seen {
-                    item: at,
-                    id,
-                    url: self.page.url.clone(),
-                    refs: self.page.refs.clone(),
-                });
+                if !self.counting {
+                    self.history.push(Seen {
+                        item: at,
+                        id: reading.id.clone(),
+                        url: self.page.url.clone(),
+                        refs: self.page.refs.clone(),
+                    });
+                }
             }
             Applied::Report => self.page_unseen = true,
             Applied::Nothing => {}
         }
+        self.current = self.page.fingerprint();
     }
 }
 
-/// The no-progress steps of a whole transcript: what [`track`] gives, without repeated
-/// submissions, at a fraction of the cost (see [`Session::counting`]).
+/// The no-progress steps of a transcript's browser results.
 pub fn steps(transcript: &Transcript<'_>, config: &Config) -> Progress {
-    Session::counting(config)
-        .replay_from(transcript, config, |_, _, _, _| {})
+    let tools = BrowserTools::new(&config.browser_tools);
+    steps_in(&Session::build(transcript, &tools, None), config.max_repeats)
+}
+
+/// Progress over a whole transcript, repeated submissions included.
+pub fn track(transcript: &Transcript<'_>, config: &Config) -> Progress {
+    let tools = BrowserTools::new(&config.browser_tools);
+    track_in(&Session::build(transcript, &tools, None), config.max_repeats)
+}
+
+/// The no-progress steps of a session: what [`track_in`] gives, without refs, history or
+/// repeated submissions.
+pub fn steps_in(session: &Session<'_>, max_repeats: u32) -> Progress {
+    Tracker::counting(max_repeats)
+        .replay(session, |_, _, _, _| {})
         .progress
 }
 
-/// Progress over a whole transcript.
-pub fn track(transcript: &Transcript<'_>, config: &Config) -> Progress {
-    Session::replay(transcript, config, |_, _, _, _| {}).progress
+/// Progress over a whole session, repeated submissions included.
+pub fn track_in(session: &Session<'_>, max_repeats: u32) -> Progress {
+    Tracker::new(max_repeats)
+        .replay(session, |_, _, _, _| {})
+        .progress
 }
 
 /// The guidance that goes with a refused repeated submission.

@@ -1,14 +1,11 @@
 //! Projection (SPEC 2): every browser observation but the newest collapses to a receipt.
 //!
-//! [`plan`] reads a neutral [`Transcript`] and decides, for every browser result, what it
+//! [`plan`] reads the [`Session`] and decides, for every browser result, what it
 //! is and whether it collapses. It returns the edits; adapters write them into the body.
 
-use crate::config::Config;
-use crate::failure::is_failed;
-use crate::observation::{self, Observation, TreeKind};
+use crate::observation::TreeKind;
 use crate::receipt::{self, ReceiptInput};
-use crate::tools::BrowserTools;
-use crate::transcript::{ToolResult, Transcript};
+use crate::session::{Session, Step};
 
 /// What a browser result is, after projection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,84 +89,30 @@ impl Plan {
     }
 }
 
-/// A browser result while planning. Everything that reads the result's text is computed
-/// here, in one visit while the text is in cache: a request holds MBs of results.
-struct Seen<'t, 'a> {
-    item: usize,
-    tool: &'t str,
-    failed: bool,
-    observation: Option<Observation<'t>>,
-    result: &'t ToolResult<'a>,
-    /// See [`receipt::observation_id`].
-    id: String,
-    /// The text's verification lines, for results that may collapse.
-    verification: Vec<String>,
-}
-
-impl<'t, 'a> Seen<'t, 'a> {
-    fn read(item: usize, tool: &'t str, result: &'t ToolResult<'a>, config: &Config) -> Self {
-        let text = &result.text;
-        let failed = result.is_error || is_failed(text);
-        let observation = observation::parse_header(text);
-        let id = receipt::observation_id(text);
-        let mut s = Seen {
-            item,
-            tool,
-            failed,
-            observation,
-            result,
-            id,
-            verification: Vec::new(),
-        };
-        if config.browser_history_compaction && s.tree().is_some() {
-            s.verification = receipt::verification_lines(text);
-        }
-        s
-    }
-
-    fn tree(&self) -> Option<TreeKind> {
-        match &self.observation {
-            Some(o) if !self.failed && o.is_observation() => Some(o.kind),
-            _ => None,
-        }
-    }
-}
-
-/// Plans the projection of `transcript`. Collapses only when compaction is on in `config`;
-/// the report is complete either way.
-pub fn plan(transcript: &Transcript<'_>, config: &Config) -> Plan {
-    let seen = browser_results(transcript, config);
-    let live_from = live_start(&seen);
+/// Plans the projection of `session`. Collapses only when `collapse` is set; the report is
+/// complete either way.
+pub fn plan(session: &Session<'_>, collapse: bool, receipt_max_bytes: usize) -> Plan {
+    let live_from = live_start(&session.steps);
     let mut plan = Plan::default();
-    for (i, s) in seen.into_iter().enumerate() {
-        let collapse = config.browser_history_compaction
-            && s.tree().is_some()
-            && live_from.is_some_and(|start| i < start);
-        let report = report(s, collapse, config, &mut plan.edits);
+    for (i, step) in session.steps.iter().enumerate() {
+        let collapse =
+            collapse && step.tree_kind().is_some() && live_from.is_some_and(|start| i < start);
+        let report = report(step, collapse, receipt_max_bytes, &mut plan.edits);
         plan.results.push(report);
     }
     plan
 }
 
-fn browser_results<'t, 'a>(transcript: &'t Transcript<'a>, config: &Config) -> Vec<Seen<'t, 'a>> {
-    let tools = BrowserTools::new(&config.browser_tools);
-    tools
-        .results_in(transcript)
-        .into_iter()
-        .map(|(item, call, result)| Seen::read(item, &call.name, result, config))
-        .collect()
-}
-
-/// Index (in `seen`) where the live page state starts: the newest observation, or, when
+/// Index (in `steps`) where the live page state starts: the newest observation, or, when
 /// that is an incremental diff, the last full tree it updates.
-fn live_start(seen: &[Seen<'_, '_>]) -> Option<usize> {
-    let newest = seen.iter().rposition(|s| s.tree().is_some())?;
-    if seen[newest].tree() != Some(TreeKind::Diff) {
+pub fn live_start(steps: &[Step<'_>]) -> Option<usize> {
+    let newest = steps.iter().rposition(|s| s.tree_kind().is_some())?;
+    if steps[newest].tree_kind() != Some(TreeKind::Diff) {
         return Some(newest);
     }
     let mut start = newest;
     for i in (0..newest).rev() {
-        match seen[i].tree() {
+        match steps[i].tree_kind() {
             Some(TreeKind::Full) => return Some(i),
             Some(_) => start = i,
             None => {}
@@ -178,55 +121,60 @@ fn live_start(seen: &[Seen<'_, '_>]) -> Option<usize> {
     Some(start)
 }
 
-fn report(s: Seen<'_, '_>, collapse: bool, config: &Config, edits: &mut Vec<Edit>) -> ResultReport {
-    let text = s.result.text.as_ref();
-    let status = status_of(&s, collapse);
-    let mut bytes_after = text.len();
+fn report(
+    step: &Step<'_>,
+    collapse: bool,
+    receipt_max_bytes: usize,
+    edits: &mut Vec<Edit>,
+) -> ResultReport {
+    let reading = &step.reading;
+    let status = status_of(step, collapse);
+    let mut bytes_after = step.text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
-    if let (true, Some(obs)) = (collapse, &s.observation) {
-        let images = s.result.images + obs.images;
+    if let (true, Some(header)) = (collapse, &reading.header) {
+        let images = step.images + header.images;
         let input = ReceiptInput {
-            id: &s.id,
-            tool: s.tool,
-            observation: obs,
+            id: &reading.id,
+            tool: step.tool,
+            header,
             images_dropped: images,
         };
-        let collapsed = receipt::collapse_with(&input, &s.verification, config.receipt_max_bytes);
+        let collapsed = receipt::collapse_with(&input, &reading.verification, receipt_max_bytes);
         bytes_after = collapsed.len();
-        refs_withheld = obs.ref_count();
+        refs_withheld = header.refs;
         images_dropped = images;
         edits.push(Edit {
-            item: s.item,
+            item: step.item,
             text: collapsed,
             append: false,
         });
     }
-    let obs = s.observation.as_ref();
+    let header = reading.header.as_ref();
     ResultReport {
-        item: s.item,
-        message: s.result.message,
-        call_id: s.result.call_id.as_deref().map(str::to_string),
-        tool: s.tool.to_string(),
-        observation_id: s.id,
+        item: step.item,
+        message: step.message,
+        call_id: step.call_id.map(str::to_string),
+        tool: step.tool.to_string(),
+        observation_id: reading.id.clone(),
         status,
-        format: obs.map(|o| o.format),
-        url: obs.and_then(|o| o.url.as_deref()).map(str::to_string),
-        title: obs.and_then(|o| o.title.as_deref()).map(str::to_string),
-        bytes_before: text.len(),
+        format: header.map(|o| o.format),
+        url: header.and_then(|o| o.url.clone()),
+        title: header.and_then(|o| o.title.clone()),
+        bytes_before: step.text.len(),
         bytes_after,
         refs_withheld,
         images_dropped,
     }
 }
 
-fn status_of(s: &Seen<'_, '_>, collapse: bool) -> Status {
+fn status_of(s: &Step<'_>, collapse: bool) -> Status {
     if s.failed {
         return Status::Failed;
     }
-    if receipt::is_collapsed(&s.result.text) || collapse {
+    if s.reading.collapsed || collapse {
         return Status::Collapsed;
     }
-    match (&s.observation, s.tree()) {
+    match (&s.reading.header, s.tree_kind()) {
         (_, Some(_)) => Status::Live,
         (Some(o), None) if o.kind == TreeKind::Report => Status::PageReport,
         _ => Status::Other,

@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use crate::failure::{is_verification_line, line_at};
-use crate::neutralise::neutralise;
-use crate::observation::Observation;
+use crate::refs::neutralise;
+use crate::session::Header;
 
 /// Every receipt starts with this tag, at the start of the result text.
 pub const RECEIPT_TAG: &str = "[staleguard receipt]";
@@ -39,21 +39,21 @@ pub fn observation_id(text: &str) -> String {
 }
 
 /// What a receipt says about one observation.
-pub struct ReceiptInput<'o, 'a> {
+pub struct ReceiptInput<'o> {
     pub id: &'o str,
     pub tool: &'o str,
-    pub observation: &'o Observation<'a>,
+    pub header: &'o Header,
     pub images_dropped: usize,
 }
 
 /// Renders the collapsed form of an observation whose original text is `original`.
-pub fn collapse(input: &ReceiptInput<'_, '_>, original: &str, max_receipt_bytes: usize) -> String {
+pub fn collapse(input: &ReceiptInput<'_>, original: &str, max_receipt_bytes: usize) -> String {
     collapse_with(input, &verification_lines(original), max_receipt_bytes)
 }
 
 /// [`collapse`], given the original's [`verification_lines`].
 pub(crate) fn collapse_with(
-    input: &ReceiptInput<'_, '_>,
+    input: &ReceiptInput<'_>,
     verification: &[String],
     max_receipt_bytes: usize,
 ) -> String {
@@ -70,8 +70,8 @@ pub(crate) fn collapse_with(
 
 /// The receipt line, at most `max_bytes` bytes. Page-supplied strings are JSON-quoted and
 /// neutralised, so a title cannot end the line, fake a field or carry a live ref.
-pub fn receipt_line(input: &ReceiptInput<'_, '_>, max_bytes: usize) -> String {
-    let obs = input.observation;
+pub fn receipt_line(input: &ReceiptInput<'_>, max_bytes: usize) -> String {
+    let obs = input.header;
     // One buffer for the whole line: a request can collapse thousands of observations.
     let mut line = Vec::with_capacity(256);
     line.extend_from_slice(RECEIPT_TAG.as_bytes());
@@ -90,7 +90,7 @@ pub fn receipt_line(input: &ReceiptInput<'_, '_>, max_bytes: usize) -> String {
     if let Some(action) = &obs.action {
         push_field(&mut line, " action=", action);
     }
-    let _ = write!(line, " refs_withheld={}", obs.ref_count());
+    let _ = write!(line, " refs_withheld={}", obs.refs);
     if input.images_dropped > 0 {
         let _ = write!(line, " images_dropped={}", input.images_dropped);
     }
@@ -204,18 +204,20 @@ pub fn is_collapsed(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::neutralise::has_ref_token;
+    use crate::refs::has_ref_token;
     use crate::observation::TreeKind;
-    use std::borrow::Cow;
 
-    fn obs(title: &str) -> Observation<'static> {
-        let mut o = Observation::new("test", TreeKind::Full);
-        o.url = Some(Cow::Borrowed("http://127.0.0.1:8431/order/confirm.html"));
-        o.title = Some(Cow::Owned(title.to_string()));
-        o.action = Some(Cow::Borrowed(
-            "await page.getByRole('button', { name: 'Review order' }).click();",
-        ));
-        o
+    fn obs(title: &str) -> Header {
+        Header {
+            format: "test",
+            kind: TreeKind::Full,
+            url: Some("http://127.0.0.1:8431/order/confirm.html".into()),
+            title: Some(title.to_string()),
+            tabs: Vec::new(),
+            action: Some("await page.getByRole('button', { name: 'Review order' }).click();".into()),
+            refs: 0,
+            images: 0,
+        }
     }
 
     #[test]
@@ -232,7 +234,7 @@ mod tests {
         let input = ReceiptInput {
             id: "0011aabb",
             tool: "browser_click",
-            observation: &o,
+            header: &o,
             images_dropped: 0,
         };
         let text = collapse(&input, "", 512);

@@ -5,7 +5,7 @@ mod support;
 
 use staleguard::adapter::read_transcript;
 use staleguard::archive::{Archive, ARCHIVE_TAG};
-use staleguard::neutralise::has_ref_token;
+use staleguard::refs::has_ref_token;
 use support::{on, openai_fixtures, project, read};
 
 fn receipt_ids(body: &str) -> Vec<String> {

@@ -392,7 +392,7 @@ proptest! {
             prop_assert!(chunks.contains(&q.quote), "not a chunk: {:?}", q.quote);
         }
         if let Some(block) = evidence_block(&p) {
-            prop_assert!(!staleguard::neutralise::has_ref_token(&block));
+            prop_assert!(!staleguard::refs::has_ref_token(&block));
         }
     }
 }

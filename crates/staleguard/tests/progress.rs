@@ -293,7 +293,9 @@ proptest! {
         let n = messages(body).len();
         let prefix = truncate(body, 1 + cut.index(n));
         let t = transcript(&prefix);
-        let session = progress::Session::replay(&t, &on(), |_, _, _, _| {});
+        let tools = staleguard::tools::BrowserTools::new(&on().browser_tools);
+        let steps = staleguard::session::Session::build(&t, &tools, None);
+        let session = progress::Tracker::new(on().max_repeats).replay(&steps, |_, _, _, _| {});
         prop_assume!(!session.page_unseen && !session.page.refs.is_empty());
         let mut refs: Vec<_> = session.page.refs.iter().collect();
         refs.sort_by(|a, b| a.0.cmp(b.0));

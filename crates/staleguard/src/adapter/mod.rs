@@ -13,11 +13,7 @@ pub use request::{Hints, WireRequest};
 
 use std::str::FromStr;
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::evidence::{self, EvidenceItem, EvidenceReport};
-use crate::progress;
-use crate::projection::{self, Edit, Plan};
 use crate::transcript::Transcript;
 
 /// A request wire format.
@@ -58,67 +54,6 @@ impl FromStr for RequestFormat {
             _ => Err(format!("unknown format {s:?} (supported: {})", Self::NAMES)),
         }
     }
-}
-
-/// A projected request.
-#[derive(Debug, Clone)]
-pub struct Projected {
-    /// The body to send to the model.
-    pub body: String,
-    /// The format that was read.
-    pub format: RequestFormat,
-    /// Why that format was chosen (for `inspect`).
-    pub format_reason: &'static str,
-    /// What happened to every browser result.
-    pub report: Plan,
-    /// What the evidence track kept, refused, omitted and dropped.
-    pub evidence: EvidenceReport,
-    /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`):
-    /// only what the request holds was projected.
-    pub server_side_history: bool,
-}
-
-/// Projects `body` under `config`. With compaction off the body comes back unchanged,
-/// with the report of what projection would see.
-pub fn project_request(
-    body: &str,
-    format: RequestFormat,
-    config: &Config,
-) -> Result<Projected, Error> {
-    project_request_with(body, format, config, &[])
-}
-
-/// [`project_request`], with evidence items named by the host. Each must ground in a chunk
-/// the browser returned (SPEC 3); the rest are dropped and reported.
-pub fn project_request_with(
-    body: &str,
-    format: RequestFormat,
-    config: &Config,
-    explicit: &[EvidenceItem],
-) -> Result<Projected, Error> {
-    let (request, format, format_reason) = read_request(body, format)?;
-    let mut report = projection::plan(request.transcript(), config);
-    let mut evidence = EvidenceReport::default();
-    if config.progress_enabled() {
-        add_guidance(request.transcript(), &mut report, config);
-    }
-    if config.evidence_enabled() {
-        evidence = add_evidence(&request, &mut report, config, explicit);
-    }
-    let body = if config.browser_history_compaction {
-        request.write(&report.edits)
-    } else {
-        body.to_string()
-    };
-    let server_side_history = request.hints.server_side_history;
-    Ok(Projected {
-        body,
-        format,
-        format_reason,
-        report,
-        evidence,
-        server_side_history,
-    })
 }
 
 /// Reads `body` in `format`, telling the format from the body when it is `Auto`.
@@ -163,65 +98,6 @@ fn read_as(body: &str, format: RequestFormat) -> Result<WireRequest<'_>, Error> 
         RequestFormat::Responses => responses::read(body),
         _ => openai_chat::read(body),
     }
-}
-
-/// Appends the no-progress guidance to the newest non-failed browser result when the session
-/// is stalled.
-fn add_guidance(transcript: &Transcript<'_>, plan: &mut Plan, config: &Config) {
-    let progress = progress::steps(transcript, config);
-    let (Some(step), Some(target)) = (progress.last(), evidence::target(transcript, plan)) else {
-        return;
-    };
-    if step.stalled {
-        plan.edits.push(Edit {
-            item: target,
-            text: progress::guidance(step),
-            append: true,
-        });
-    }
-}
-
-/// Selects evidence and appends its block to the newest non-failed browser result, within
-/// the request budget.
-fn add_evidence(
-    request: &WireRequest<'_>,
-    plan: &mut Plan,
-    config: &Config,
-    explicit: &[EvidenceItem],
-) -> EvidenceReport {
-    let transcript = request.transcript();
-    let Some(target) = evidence::target(transcript, plan) else {
-        return EvidenceReport::default();
-    };
-    let g = evidence::gather(transcript, plan);
-    let limits = evidence::Limits {
-        max_bytes: config.evidence_max_bytes,
-        max_items: config.evidence_max_items,
-        max_quote_bytes: config.evidence_max_quote_bytes,
-    };
-    let selection = evidence::select(explicit, &g, limits);
-    let base = request.written_len(&plan.edits);
-    let body_len = request.written_len(&[]);
-    let fits = |block: &str| match config.request_budget_bytes {
-        None => true,
-        Some(budget) => {
-            let appended = Edit {
-                item: target,
-                text: block.to_string(),
-                append: true,
-            };
-            base + request.written_len(std::slice::from_ref(&appended)) - body_len <= budget
-        }
-    };
-    let (block, report) = evidence::fit(selection, config.evidence_max_quote_bytes, fits);
-    if let Some(text) = block {
-        plan.edits.push(Edit {
-            item: target,
-            text,
-            append: true,
-        });
-    }
-    report
 }
 
 /// The neutral transcript of `body`, for callers that run their own analysis.

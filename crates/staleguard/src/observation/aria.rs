@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use memchr::memchr;
 
-use super::{Control, ElementRef, Observation};
+use super::{Control, ElementRef, Node, Observation};
 
 /// Roles the model can act on. Their role, name, value and states form the page's controls.
 pub const CONTROL_ROLES: &[&str] = &[
@@ -72,6 +72,13 @@ pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
     stats
 }
 
+/// The canonical nodes of `tree`, as a full parse finds them.
+pub fn tree_nodes(tree: &str) -> Vec<Node> {
+    let mut obs = Observation::new("aria", super::TreeKind::Full);
+    parse_tree(tree, &mut obs);
+    obs.nodes
+}
+
 /// One line of text: its start offset, the offset of the next line, and the text without
 /// the line break (`\n` or `\r\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,10 +126,17 @@ impl<'a> Iterator for Lines<'a> {
     }
 }
 
-/// Parses one tree line into `obs`. Lines that are not nodes (property lines such as
-/// `- /url: ...`, prose, broken quoting) are skipped.
+/// Parses one tree line into `obs`: its canonical [`Node`] for the fingerprint, and, for
+/// node lines, its ref, control and text chunks. Lines that are not nodes (property lines
+/// such as `- /url: ...`, prose, broken quoting) add only their text to the fingerprint.
 pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut TreeStats) {
-    let Some(rest) = line.trim_start().strip_prefix("- ") else {
+    let body = line.trim_start();
+    if body.is_empty() {
+        return;
+    }
+    let indent = u32::try_from(line.len() - body.len()).unwrap_or(u32::MAX);
+    let Some(rest) = body.strip_prefix("- ") else {
+        obs.nodes.push(Node::text(indent, body));
         return;
     };
     let rest = match rest.strip_prefix("<changed> ") {
@@ -135,6 +149,12 @@ pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut Tree
     if let Some(id) = unchanged_ref(rest) {
         stats.diff = true;
         stats.nodes += 1;
+        obs.nodes.push(Node {
+            indent,
+            id: ref_hash(id),
+            unchanged: true,
+            hash: 0,
+        });
         obs.refs.push(ElementRef {
             id: Cow::Borrowed(id),
             role: Cow::Borrowed(""),
@@ -143,10 +163,23 @@ pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut Tree
         return;
     }
     let Some((src, key, after)) = split_key(rest) else {
+        obs.nodes.push(Node::text(indent, rest));
         return;
     };
     stats.nodes += 1;
-    emit(&src, &key, value_of(after), obs);
+    let (id, hash) = emit(&src, &key, after, obs);
+    obs.nodes.push(Node {
+        indent,
+        id: id.map_or(0, ref_hash),
+        unchanged: false,
+        hash,
+    });
+}
+
+/// The hash a [`Node`] keeps of its ref, to merge diffs: never part of the fingerprint.
+pub fn ref_hash(id: &str) -> u64 {
+    // 0 stands for "no ref".
+    xxhash_rust::xxh3::xxh3_64(id.as_bytes()).max(1)
 }
 
 /// Counts the refs [`parse_tree`] would find, and tells whether the tree is a diff, without
@@ -408,13 +441,7 @@ fn unchanged_ref(rest: &str) -> Option<&str> {
     (tail.trim_end() == "[unchanged]" && is_ref_id(id)).then_some(id)
 }
 
-/// True for a ref id: `[A-Za-z0-9_-]+`.
-pub fn is_ref_id(id: &str) -> bool {
-    !id.is_empty()
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+pub use crate::refs::is_ref_id;
 
 /// Byte range into the key source.
 type Span = (usize, usize);
@@ -674,26 +701,43 @@ fn is_state(attr: &str) -> bool {
     attr != "active" && !NON_STATE_PREFIXES.iter().any(|p| attr.starts_with(p))
 }
 
-/// Adds the node's ref, control and text chunks to `obs`.
+/// Adds the node's ref, control and text chunks to `obs`; returns its ref and the hash of
+/// its canonical form: role, name, state attributes in sorted order and the text after the
+/// key. Refs, focus and cursor hints are left out, so a re-render that only renumbered refs
+/// hashes alike.
 // `&Cow` rather than `&str`: whether the source borrows from the input decides whether the
 // parts can borrow with the input's lifetime.
 #[allow(clippy::ptr_arg)]
-fn emit<'a>(src: &Cow<'a, str>, key: &Key, value: Option<Cow<'a, str>>, obs: &mut Observation<'a>) {
+fn emit<'a, 's>(
+    src: &'s Cow<'a, str>,
+    key: &Key,
+    after: &'a str,
+    obs: &mut Observation<'a>,
+) -> (Option<&'s str>, u128) {
     let role = span(src, key.role);
+    let raw_name = key.name.and_then(|n| src.get(n.0..n.1));
     let name = key.name.map(|n| unescape_cow(span(src, n)));
     let control = is_control_role(&role);
     let mut id = None;
+    let mut ref_text = None;
     let mut states = Vec::new();
+    let mut attrs = Attrs::default();
     attr_items(src, key.attrs, |item| {
         let text = src.get(item.0..item.1).unwrap_or("");
         if let Some(r) = text.strip_prefix("ref=") {
             if id.is_none() && is_ref_id(r) {
                 id = Some(span(src, (item.0 + 4, item.1)));
+                ref_text = src.get(item.0 + 4..item.1);
             }
-        } else if control && is_state(text) {
-            states.push(span(src, item));
+        } else if is_state(text) {
+            attrs.push(item);
+            if control {
+                states.push(span(src, item));
+            }
         }
     });
+    let hash = node_hash(src, &role, raw_name, &mut attrs, after.trim_end());
+    let value = value_of(after);
     if let Some(id) = id {
         obs.refs.push(ElementRef {
             id,
@@ -709,7 +753,7 @@ fn emit<'a>(src: &Cow<'a, str>, key: &Key, value: Option<Cow<'a, str>>, obs: &mu
             value,
             states,
         });
-        return;
+        return (ref_text, hash);
     }
     if let Some(name) = name.filter(|n| !n.is_empty()) {
         if NAMED_TEXT_ROLES.contains(&role.as_ref()) {
@@ -717,6 +761,80 @@ fn emit<'a>(src: &Cow<'a, str>, key: &Key, value: Option<Cow<'a, str>>, obs: &mu
         }
     }
     obs.chunks.extend(value);
+    (ref_text, hash)
+}
+
+/// State attribute spans of one node, inline up to a handful (nearly every node has fewer).
+#[derive(Default)]
+struct Attrs {
+    inline: [Span; 6],
+    len: usize,
+    spill: Vec<Span>,
+}
+
+impl Attrs {
+    fn push(&mut self, span: Span) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => {
+                *slot = span;
+                self.len += 1;
+            }
+            None => self.spill.push(span),
+        }
+    }
+
+    fn sorted<'s, 'x>(&'x mut self, src: &'s str) -> impl Iterator<Item = &'s str> + 'x
+    where
+        's: 'x,
+    {
+        let text = move |s: &Span| src.get(s.0..s.1).unwrap_or("");
+        if self.spill.is_empty() {
+            self.inline[..self.len].sort_unstable_by_key(text);
+        } else {
+            self.spill.extend_from_slice(&self.inline[..self.len]);
+            self.len = 0;
+            self.spill.sort_unstable_by_key(text);
+        }
+        self.inline[..self.len]
+            .iter()
+            .chain(self.spill.iter())
+            .map(text)
+    }
+}
+
+/// Hash of a node's canonical form. Each part is length-prefixed, so no two forms collide
+/// by shifting bytes between parts.
+fn node_hash(src: &str, role: &str, name: Option<&str>, attrs: &mut Attrs, after: &str) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut part = |tag: u8, bytes: &[u8]| {
+        h.update(&[tag]);
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    part(b'r', role.as_bytes());
+    if let Some(name) = name {
+        part(b'n', name.as_bytes());
+    }
+    for attr in attrs.sorted(src) {
+        part(b'a', attr.as_bytes());
+    }
+    part(b'v', after.as_bytes());
+    h.digest128()
+}
+
+impl Node {
+    /// A line that is no node (prose, a property line such as `- /url: x`): its text counts.
+    fn text(indent: u32, text: &str) -> Node {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(b"t");
+        h.update(text.as_bytes());
+        Node {
+            indent,
+            id: 0,
+            unchanged: false,
+            hash: h.digest128(),
+        }
+    }
 }
 
 #[cfg(test)]

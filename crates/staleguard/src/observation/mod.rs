@@ -59,6 +59,19 @@ pub struct Control<'a> {
     pub states: Vec<Cow<'a, str>>,
 }
 
+/// One line of an aria tree in canonical form, as the fingerprint sees it: its depth and a
+/// hash of its role, name, state attributes and text. Refs, focus and cursor hints are not
+/// in the hash; the ref is kept apart, hashed, to merge incremental diffs onto their base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Node {
+    pub indent: u32,
+    /// [`aria::ref_hash`] of the node's ref; 0 when it has none.
+    pub id: u64,
+    /// `ref=eN [unchanged]`: the node stands for the base page's subtree at that ref.
+    pub unchanged: bool,
+    pub hash: u128,
+}
+
 /// A parsed browser observation or page report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observation<'a> {
@@ -80,6 +93,9 @@ pub struct Observation<'a> {
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,
+    /// Every line of the tree in canonical form, for the page fingerprint (full parses of
+    /// aria trees only).
+    pub nodes: Vec<Node>,
     /// Images that arrived inside the text (rare; image parts are counted by the adapter).
     pub images: usize,
     /// Document identity where the format has one (the Playwright frame prefix `f3`).
@@ -105,6 +121,7 @@ impl<'a> Observation<'a> {
             tree: None,
             controls: Vec::new(),
             chunks: Vec::new(),
+            nodes: Vec::new(),
             images: 0,
             document: None,
             observation_id: None,

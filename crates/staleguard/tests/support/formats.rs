@@ -82,7 +82,7 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
             let receipt = text.lines().next().unwrap_or("");
             assert!(receipt.len() <= 512);
             assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
-            assert!(!staleguard::neutralise::has_ref_token(&text), "{text}");
+            assert!(!staleguard::refs::has_ref_token(&text), "{text}");
         } else {
             let parts = a.as_array().expect("appended parts");
             let own = match b {
@@ -98,7 +98,7 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
             for part in &parts[own..] {
                 let t = part["text"].as_str().unwrap_or("");
                 assert!(staleguard::appendix::is_appendix(t), "{t}");
-                assert!(!staleguard::neutralise::has_ref_token(t), "{t}");
+                assert!(!staleguard::refs::has_ref_token(t), "{t}");
             }
         }
     }

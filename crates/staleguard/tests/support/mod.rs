@@ -146,7 +146,7 @@ fn check_appended(before: &Value, after: &Value) {
         let text = part["text"].as_str().expect("appended text part");
         assert!(staleguard::appendix::is_appendix(text), "{text}");
         assert!(
-            !staleguard::neutralise::has_ref_token(text),
+            !staleguard::refs::has_ref_token(text),
             "ref token in {text}"
         );
     }
@@ -171,7 +171,7 @@ fn check_collapsed(before: &Value, after: &Value) {
     assert!(receipt.len() <= 512, "receipt {} bytes", receipt.len());
     assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
     assert!(
-        !staleguard::neutralise::has_ref_token(&text),
+        !staleguard::refs::has_ref_token(&text),
         "ref token in {text}"
     );
 }

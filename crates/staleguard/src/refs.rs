@@ -1,7 +1,113 @@
-//! Neutralising ref tokens in text we render ourselves (receipts, evidence), so that page
-//! text carried there can never pose as an actionable ref.
+//! The ref grammar, in one place: what a ref id is, where refs sit in call arguments, and
+//! ref tokens in text: finding them, neutralising them in text we render ourselves
+//! (receipts, evidence, the archive) so that page text carried there can never pose as an
+//! actionable ref, and rescoping them to name their document (the MCP guard).
 
 use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// True for a ref id: `[A-Za-z0-9_-]+`.
+pub fn is_ref_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(is_id_byte)
+}
+
+fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Argument keys that carry refs, at the top level or inside `fields[]`.
+pub const REF_KEYS: &[&str] = &[
+    "ref",
+    "target",
+    "startRef",
+    "endRef",
+    "startTarget",
+    "endTarget",
+];
+
+/// The refs a call's arguments name: every ref-bearing key, `fields[].ref|target`, and
+/// agent-browser `@eN` tokens in string arguments.
+pub fn targets(arguments: &str) -> Vec<String> {
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+        return at_refs(arguments);
+    };
+    let mut refs = Vec::new();
+    let mut take = |object: &serde_json::Map<String, Value>| {
+        for key in REF_KEYS {
+            if let Some(Value::String(r)) = object.get(*key) {
+                refs.push(r.trim_start_matches('@').to_string());
+            }
+        }
+    };
+    take(&args);
+    if let Some(Value::Array(fields)) = args.get("fields") {
+        fields
+            .iter()
+            .filter_map(Value::as_object)
+            .for_each(&mut take);
+    }
+    for value in args.values() {
+        if let Value::String(s) = value {
+            refs.extend(at_refs(s));
+        }
+    }
+    refs.sort();
+    refs.dedup();
+    refs
+}
+
+/// `@e12` tokens (agent-browser commands such as `click @e4`): the ids, without the `@`.
+pub fn at_refs(text: &str) -> Vec<String> {
+    text.match_indices('@')
+        .filter_map(|(i, _)| {
+            let tail = at_ref(text.get(i..)?)?;
+            let end = tail
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(tail.len());
+            let id = tail.get(..end)?;
+            id.get(1..)
+                .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| id.to_string())
+        })
+        .collect()
+}
+
+/// Rewrites every `ref=<id>` that follows `[` or a space, and that `is_ref` accepts, to name
+/// document `doc`: `[ref=e7]` becomes `[ref=d3e7]`. Other text is copied as it is.
+pub fn rescope<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Cow<'a, str> {
+    let prefix = format!("d{doc}");
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut done = 0;
+    for at in memchr::memmem::find_iter(bytes, b"ref=") {
+        if !matches!(at.checked_sub(1).map(|b| bytes[b]), Some(b'[' | b' ')) {
+            continue;
+        }
+        let start = at + 4;
+        let len = bytes[start..]
+            .iter()
+            .position(|b| !is_id_byte(*b))
+            .unwrap_or(bytes.len() - start);
+        // ASCII bytes only: the slice ends on a char boundary.
+        let id = &text[start..start + len];
+        if id.is_empty() || !is_ref(id) {
+            continue;
+        }
+        if out.is_empty() {
+            out.reserve(text.len() + text.len() / 16);
+        }
+        out.push_str(&text[done..start]);
+        out.push_str(&prefix);
+        out.push_str(id);
+        done = start + len;
+    }
+    if done == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[done..]);
+    Cow::Owned(out)
+}
 
 /// Rewrites every ref token so that no format would read it as a ref:
 /// `ref=e5` becomes `ref:e5`, `@e5` becomes `(at)e5`, and a browser-use index `[33]<`

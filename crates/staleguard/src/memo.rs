@@ -1,0 +1,101 @@
+//! A memo across requests: what the analyses derived from a result's text, keyed by a
+//! 128-bit hash of its bytes and bounded by size.
+//!
+//! An agent sends the same history again on every turn, so nearly every result of a request
+//! was read one request ago. The memo only saves work: a [`Reading`] depends on the text
+//! alone, so every answer is the same with the memo cold, warm or off, and a host that
+//! keeps one answers no differently for having seen a session.
+
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use crate::session::Reading;
+
+/// The default bound: 256 MiB of derived data, about the readings of 80 MB of results.
+pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
+
+/// Estimated bytes a reading holds once its tree parts are read: the nodes, refs, chunks and
+/// word hashes of a tree run to about three times its text. Estimated up front, because a
+/// cache entry may not change its weight.
+fn weight_of(text_bytes: usize) -> u64 {
+    (512 + 3 * text_bytes) as u64
+}
+
+#[derive(Clone)]
+struct ByBytes;
+
+impl Weighter<u128, Arc<Reading>> for ByBytes {
+    fn weight(&self, _key: &u128, reading: &Arc<Reading>) -> u64 {
+        weight_of(reading.bytes)
+    }
+}
+
+/// A bounded, content-addressed memo of [`Reading`]s, shared by the requests of a host.
+pub struct Memo {
+    cache: Cache<u128, Arc<Reading>, ByBytes>,
+    max_bytes: usize,
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo")
+            .field("entries", &self.cache.len())
+            .field("weight", &self.cache.weight())
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
+}
+
+impl Memo {
+    /// A memo that holds at most about `max_bytes` of derived data.
+    pub fn new(max_bytes: usize) -> Memo {
+        // quick_cache sizes its table from an estimate of the entry count: results are
+        // rarely under 1 KB.
+        let items = (max_bytes / 4096).clamp(16, 1 << 20);
+        Memo {
+            cache: Cache::with_weighter(items, max_bytes as u64, ByBytes),
+            max_bytes,
+        }
+    }
+
+    /// The reading of `text`, whose [`xxh3_128`](xxhash_rust::xxh3::xxh3_128) is `key`:
+    /// the one kept, or a new one, kept from now on.
+    pub fn reading(&self, key: u128, text: &str) -> Arc<Reading> {
+        if let Some(found) = self.cache.get(&key) {
+            // 128 bits make a collision unlikely; the length check makes a wrong hit on
+            // text of another size impossible.
+            if found.bytes == text.len() {
+                return found;
+            }
+        }
+        let reading = Arc::new(Reading::new(text));
+        // A reading larger than the whole memo is used once and not kept.
+        if weight_of(text.len()) <= self.max_bytes as u64 {
+            self.cache.insert(key, reading.clone());
+        }
+        reading
+    }
+
+    /// Entries kept.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// True when nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+
+    /// Estimated bytes kept, never more than the bound.
+    pub fn weight(&self) -> u64 {
+        self.cache.weight()
+    }
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo::new(DEFAULT_MEMO_BYTES)
+    }
+}

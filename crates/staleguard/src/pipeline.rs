@@ -1,0 +1,220 @@
+//! The pipeline: read -> observe -> analyse -> render -> write.
+//!
+//! The wire adapter reads the body into a neutral transcript; [`Session::build`] reads every
+//! browser result once; projection, progress, evidence and (on demand) the guard read the
+//! session; their edits go back through the adapter. Each part of a result is computed at
+//! most once, and with a [`Memo`] not again in the next request.
+
+use crate::adapter::{read_request, RequestFormat, WireRequest};
+use crate::config::Config;
+use crate::error::Error;
+use crate::evidence::{self, EvidenceItem, EvidenceReport};
+use crate::guard::{self, Verdict};
+use crate::memo::Memo;
+use crate::progress::{self, Progress, Tracker};
+use crate::projection::{self, Edit, Plan};
+use crate::session::Session;
+use crate::tools::BrowserTools;
+
+/// What a projection may use beyond the request and the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// Evidence items named by the host. Each must ground in a chunk the browser returned
+    /// (SPEC 3); the rest are dropped and reported.
+    pub explicit: &'a [EvidenceItem],
+    /// Readings kept from earlier requests.
+    pub memo: Option<&'a Memo>,
+    /// Also give the guard's verdict on every browser call (`inspect`).
+    pub verdicts: bool,
+}
+
+/// A projected request, with everything the analyses found.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    /// The body to send to the model.
+    pub body: String,
+    /// The format that was read.
+    pub format: RequestFormat,
+    /// Why that format was chosen (for `inspect`).
+    pub format_reason: &'static str,
+    /// What happened to every browser result.
+    pub report: Plan,
+    /// What the evidence track kept, refused, omitted and dropped.
+    pub evidence: EvidenceReport,
+    /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`):
+    /// only what the request holds was projected.
+    pub server_side_history: bool,
+    /// Page fingerprints and no-progress counts, one step per browser result, when progress
+    /// is tracked or verdicts were asked for.
+    pub progress: Option<Progress>,
+    /// The guard's verdict on every browser call, against the transcript before it, when
+    /// asked for.
+    pub verdicts: Vec<CallVerdict>,
+}
+
+/// The guard's verdict on one browser call of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallVerdict {
+    /// Index of the call in the transcript.
+    pub item: usize,
+    /// Index of the message (or item) that carries it.
+    pub message: usize,
+    pub tool: String,
+    pub verdict: Verdict,
+}
+
+/// The name the library used before the pipeline had its own module.
+pub type Projected = Projection;
+
+/// Projects `body` under `config`. With compaction off the body comes back unchanged,
+/// with the report of what projection would see.
+pub fn project_request(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+) -> Result<Projection, Error> {
+    project(body, format, config, Options::default())
+}
+
+/// [`project_request`], with evidence items named by the host.
+pub fn project_request_with(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    explicit: &[EvidenceItem],
+) -> Result<Projection, Error> {
+    let options = Options {
+        explicit,
+        ..Options::default()
+    };
+    project(body, format, config, options)
+}
+
+/// Projects `body` under `config`, with `options`.
+pub fn project(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    options: Options<'_>,
+) -> Result<Projection, Error> {
+    let (request, format, format_reason) = read_request(body, format)?;
+    let tools = BrowserTools::new(&config.browser_tools);
+    let session = Session::build(request.transcript(), &tools, options.memo);
+    let mut report = projection::plan(
+        &session,
+        config.browser_history_compaction,
+        config.receipt_max_bytes,
+    );
+    let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
+    if let (true, Some(progress)) = (config.progress_enabled(), &progress) {
+        add_guidance(&session, progress, &mut report);
+    }
+    let mut evidence = EvidenceReport::default();
+    if config.evidence_enabled() {
+        evidence = add_evidence(&request, &session, &mut report, config, options.explicit);
+    }
+    let body = if config.browser_history_compaction {
+        request.write(&report.edits)
+    } else {
+        body.to_string()
+    };
+    Ok(Projection {
+        body,
+        format,
+        format_reason,
+        report,
+        evidence,
+        server_side_history: request.hints.server_side_history,
+        progress,
+        verdicts,
+    })
+}
+
+/// Progress (counting only, unless verdicts are asked for: one full replay gives both).
+fn analyse_progress(
+    session: &Session<'_>,
+    tools: &BrowserTools,
+    config: &Config,
+    with_verdicts: bool,
+) -> (Option<Progress>, Vec<CallVerdict>) {
+    if with_verdicts {
+        let mut verdicts = Vec::new();
+        let tracker = Tracker::new(config.max_repeats).replay(session, |t, at, name, args| {
+            verdicts.push((at, guard::check_in(t, name, args, tools)));
+        });
+        let verdicts = session
+            .calls
+            .iter()
+            .zip(verdicts)
+            .map(|(call, (_, verdict))| CallVerdict {
+                item: call.item,
+                message: call.message,
+                tool: call.tool.to_string(),
+                verdict,
+            })
+            .collect();
+        return (Some(tracker.progress), verdicts);
+    }
+    let progress = config
+        .progress_enabled()
+        .then(|| progress::steps_in(session, config.max_repeats));
+    (progress, Vec::new())
+}
+
+/// Appends the no-progress guidance to the newest non-failed browser result when the session
+/// is stalled.
+fn add_guidance(session: &Session<'_>, progress: &Progress, plan: &mut Plan) {
+    let (Some(step), Some(target)) = (progress.last(), evidence::target(session, plan)) else {
+        return;
+    };
+    if step.stalled {
+        plan.edits.push(Edit {
+            item: target,
+            text: progress::guidance(step),
+            append: true,
+        });
+    }
+}
+
+/// Selects evidence and appends its block to the newest non-failed browser result, within
+/// the request budget.
+fn add_evidence(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    config: &Config,
+    explicit: &[EvidenceItem],
+) -> EvidenceReport {
+    let Some(target) = evidence::target(session, plan) else {
+        return EvidenceReport::default();
+    };
+    let g = evidence::gather(request.transcript(), session, plan);
+    let limits = evidence::Limits {
+        max_bytes: config.evidence_max_bytes,
+        max_items: config.evidence_max_items,
+        max_quote_bytes: config.evidence_max_quote_bytes,
+    };
+    let selection = evidence::select(explicit, &g, limits);
+    let base = request.written_len(&plan.edits);
+    let body_len = request.written_len(&[]);
+    let fits = |block: &str| match config.request_budget_bytes {
+        None => true,
+        Some(budget) => {
+            let appended = Edit {
+                item: target,
+                text: block.to_string(),
+                append: true,
+            };
+            base + request.written_len(std::slice::from_ref(&appended)) - body_len <= budget
+        }
+    };
+    let (block, report) = evidence::fit(selection, config.evidence_max_quote_bytes, fits);
+    if let Some(text) = block {
+        plan.edits.push(Edit {
+            item: target,
+            text,
+            append: true,
+        });
+    }
+    report
+}

@@ -1,0 +1,475 @@
+//! The session: every browser result of a request, read once.
+//!
+//! [`Session::build`] pairs calls and results, picks the browser results, and gives each a
+//! [`Step`]: its call, its text and a shared [`Reading`] of that text. A reading holds
+//! everything derived from the text alone: its ID (hashed once), whether it failed (decided
+//! once), its header, and, on first use, its tree parts from ONE pass of the aria grammar
+//! (refs, chunks, canonical nodes for the fingerprint). Projection reads only headers;
+//! progress and evidence share the tree parts. A reading borrows nothing, so a [`Memo`] can
+//! keep it across requests: the same bytes give the same reading.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use crate::failure::is_failed;
+use crate::memo::Memo;
+use crate::observation::{self, Node, Observation, TreeKind};
+use crate::receipt;
+use crate::tools::BrowserTools;
+use crate::transcript::{Item, Transcript};
+
+/// A piece of a result's text: a byte range of it, or, where the parser had to unescape, a
+/// string of its own. Ranges keep a reading free of borrows, so it can outlive the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// `text[start..end]`.
+    At(usize, usize),
+    /// Text that is not in the result as it is (an unescaped name).
+    Own(Box<str>),
+}
+
+impl Piece {
+    /// `s` as a range of `text` when it lies inside it, else a copy.
+    fn of(text: &str, s: &str) -> Piece {
+        let base = text.as_ptr() as usize;
+        let at = (s.as_ptr() as usize).wrapping_sub(base);
+        match at.checked_add(s.len()) {
+            Some(end) if at <= text.len() && end <= text.len() => Piece::At(at, end),
+            _ => Piece::Own(s.into()),
+        }
+    }
+
+    /// The piece's text, given the result text it was read from.
+    pub fn get<'s>(&'s self, text: &'s str) -> &'s str {
+        match self {
+            Piece::At(a, b) => text.get(*a..*b).unwrap_or(""),
+            Piece::Own(s) => s,
+        }
+    }
+}
+
+/// A tab as the observation lists it: index, title, URL, current.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tab {
+    pub index: u32,
+    pub title: String,
+    pub url: String,
+    pub current: bool,
+}
+
+/// What a result says of its page, read at header depth: enough to project it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Name of the format that recognised the text.
+    pub format: &'static str,
+    pub kind: TreeKind,
+    pub url: Option<String>,
+    pub title: Option<String>,
+    pub tabs: Vec<Tab>,
+    /// The action that produced it, trimmed.
+    pub action: Option<String>,
+    /// Actionable refs of its tree.
+    pub refs: usize,
+    /// Images that arrived inside the text.
+    pub images: usize,
+}
+
+impl Header {
+    fn of(obs: &Observation<'_>) -> Header {
+        Header {
+            format: obs.format,
+            kind: obs.kind,
+            url: obs.url.as_deref().map(str::to_string),
+            title: obs.title.as_deref().map(str::to_string),
+            tabs: obs.tabs.iter().map(tab).collect(),
+            action: obs.action.as_deref().map(str::to_string),
+            refs: obs.ref_count(),
+            images: obs.images,
+        }
+    }
+
+    /// True when the result carries actionable refs (a full tree or a diff).
+    pub fn is_observation(&self) -> bool {
+        self.kind != TreeKind::Report && self.refs > 0
+    }
+
+    /// The current tab, when tabs are listed.
+    pub fn current_tab(&self) -> Option<&Tab> {
+        self.tabs.iter().find(|t| t.current)
+    }
+}
+
+fn tab(t: &observation::Tab<'_>) -> Tab {
+    Tab {
+        index: t.index,
+        title: t.title.to_string(),
+        url: t.url.to_string(),
+        current: t.current,
+    }
+}
+
+/// An actionable ref and the element it names, as pieces of the result text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefPiece {
+    pub id: Piece,
+    pub role: Piece,
+    pub name: Piece,
+}
+
+/// A chunk of a page-text read-back (the seed format's `Source: <url>` sections).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBackPiece {
+    pub observation: Piece,
+    pub url: Piece,
+    pub text: Piece,
+}
+
+/// The parts of a result that need its whole tree, from one full parse.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeParts {
+    /// The full parse found a tree (aria formats): the fingerprint takes `nodes`.
+    pub has_tree: bool,
+    pub refs: Vec<RefPiece>,
+    /// Page text: text nodes, paragraphs, headings, cells.
+    pub chunks: Vec<Piece>,
+    /// Every tree line in canonical form.
+    pub nodes: Arc<[Node]>,
+    /// [`crate::fingerprint::digest`] of `nodes`.
+    pub digest: u128,
+    /// Controls and text, for the fingerprint of formats without an aria tree.
+    pub flat: Vec<String>,
+    /// Document identity where the format has one (the Playwright frame prefix `f3`).
+    pub document: Option<String>,
+    /// The format's own ID for the observation (the seed format's UUIDs).
+    pub observation_id: Option<Piece>,
+    /// The page shows that a submission went through (order placed, booking confirmed).
+    pub confirms: bool,
+    /// Read-back chunks, for results that are no observation.
+    pub read_backs: Vec<ReadBackPiece>,
+    /// Tabs a tab-list result names, for results that are no observation.
+    pub tab_list: Vec<Tab>,
+}
+
+impl TreeParts {
+    fn read(text: &str) -> TreeParts {
+        count(&TREE_PARSES);
+        let Some(obs) = observation::parse(text) else {
+            return TreeParts {
+                read_backs: observation::ankita::read_back(text)
+                    .into_iter()
+                    .map(|c| ReadBackPiece {
+                        observation: Piece::of(text, c.observation),
+                        url: Piece::of(text, c.url),
+                        text: Piece::of(text, c.text),
+                    })
+                    .collect(),
+                tab_list: observation::tab_list(text).iter().map(tab).collect(),
+                ..TreeParts::default()
+            };
+        };
+        let piece = |s: &str| Piece::of(text, s);
+        let has_tree = obs.tree.is_some();
+        let nodes: Arc<[Node]> = if has_tree {
+            obs.nodes.as_slice().into()
+        } else {
+            Arc::from(Vec::new())
+        };
+        TreeParts {
+            has_tree,
+            refs: obs
+                .refs
+                .iter()
+                .map(|r| RefPiece {
+                    id: piece(&r.id),
+                    role: piece(&r.role),
+                    name: piece(&r.name),
+                })
+                .collect(),
+            chunks: obs.chunks.iter().map(|c| piece(c)).collect(),
+            digest: crate::fingerprint::digest(&nodes),
+            nodes,
+            flat: if has_tree { Vec::new() } else { flat(&obs) },
+            document: obs.document.as_deref().map(str::to_string),
+            observation_id: obs.observation_id.as_deref().map(piece),
+            confirms: obs
+                .chunks
+                .iter()
+                .chain(obs.title.iter())
+                .any(|c| reads_as_confirmation(c)),
+            read_backs: Vec::new(),
+            tab_list: Vec::new(),
+        }
+    }
+}
+
+/// Controls and text of a page without an aria tree, for its fingerprint.
+fn flat(obs: &Observation<'_>) -> Vec<String> {
+    let controls = obs.controls.iter().map(|c| {
+        let mut states: Vec<&str> = c.states.iter().map(|s| s.as_ref()).collect();
+        states.sort_unstable();
+        format!(
+            "{}\u{0}{}\u{0}{}\u{0}{}",
+            c.role,
+            c.name,
+            c.value.as_deref().unwrap_or(""),
+            states.join(",")
+        )
+    });
+    controls
+        .chain(obs.chunks.iter().map(|c| c.to_string()))
+        .collect()
+}
+
+/// Page text that says a submission went through.
+fn reads_as_confirmation(text: &str) -> bool {
+    let t = text.to_lowercase();
+    [
+        "order placed",
+        "order confirmed",
+        "order received",
+        "confirmation number",
+        "confirmation code",
+        "thank you for your order",
+        "booking confirmed",
+        "payment received",
+        "has been placed",
+        "has been submitted",
+        "has been booked",
+        "has been sent",
+    ]
+    .iter()
+    .any(|p| t.contains(p))
+}
+
+/// Everything derived from one result text alone. It borrows nothing: a [`Memo`] keeps it
+/// across requests, keyed by a hash of the text's bytes.
+#[derive(Debug)]
+pub struct Reading {
+    /// The short observation ID receipts show ([`receipt::observation_id`]).
+    pub id: String,
+    /// The text reads as a failure (the wire format's own error flag is the step's).
+    pub failed: bool,
+    /// The text is already a collapsed observation (a projected request).
+    pub collapsed: bool,
+    /// The page it names, read at header depth; `None` when it names none.
+    pub header: Option<Header>,
+    /// Its verification lines, for observations that may collapse.
+    pub verification: Vec<String>,
+    /// Bytes of the text it was read from.
+    pub bytes: usize,
+    tree: OnceLock<TreeParts>,
+    words: OnceLock<Vec<Box<[u64]>>>,
+}
+
+impl Reading {
+    /// Reads `text` at header depth; tree parts wait for their first use.
+    pub fn new(text: &str) -> Reading {
+        count(&DETECTIONS);
+        let failed = is_failed(text);
+        let header = observation::parse_header(text).map(|o| Header::of(&o));
+        let verification = match &header {
+            Some(h) if !failed && h.is_observation() => receipt::verification_lines(text),
+            _ => Vec::new(),
+        };
+        Reading {
+            id: receipt::observation_id(text),
+            failed,
+            collapsed: receipt::is_collapsed(text),
+            header,
+            verification,
+            bytes: text.len(),
+            tree: OnceLock::new(),
+            words: OnceLock::new(),
+        }
+    }
+
+    /// The tree parts of `text`, which must be the text this reading was made from.
+    pub fn tree(&self, text: &str) -> &TreeParts {
+        self.tree.get_or_init(|| TreeParts::read(text))
+    }
+
+    /// The words of every chunk of [`tree`](Self::tree) (read-back chunks when it has none),
+    /// as evidence ranks them: hashed, sorted, distinct.
+    pub fn chunk_words(&self, text: &str) -> &[Box<[u64]>] {
+        self.words.get_or_init(|| {
+            let tree = self.tree(text);
+            let chunks = tree.chunks.iter().chain(tree.read_backs.iter().map(|r| &r.text));
+            chunks.map(|c| crate::evidence::word_hashes(c.get(text))).collect()
+        })
+    }
+
+    /// True when the result carries actionable refs and did not fail by its text.
+    pub fn is_observation(&self) -> bool {
+        !self.failed && self.header.as_ref().is_some_and(Header::is_observation)
+    }
+}
+
+/// One browser call and its result.
+#[derive(Debug, Clone)]
+pub struct Step<'t> {
+    /// Index of the result in the transcript.
+    pub item: usize,
+    /// Index of the message (or item) that carries the result in the request.
+    pub message: usize,
+    /// Index of the call in the transcript.
+    pub call: usize,
+    pub tool: &'t str,
+    pub arguments: &'t str,
+    pub call_id: Option<&'t str>,
+    pub text: &'t str,
+    /// Image parts carried beside the text.
+    pub images: usize,
+    /// staleguard already appended evidence or guidance to it.
+    pub appendix: bool,
+    /// Failed: flagged by the wire format or read as a failure.
+    pub failed: bool,
+    pub reading: Arc<Reading>,
+}
+
+impl Step<'_> {
+    /// The observation kind when the step carries a live-able tree: not failed, with refs.
+    pub fn tree_kind(&self) -> Option<TreeKind> {
+        match &self.reading.header {
+            Some(h) if !self.failed && h.is_observation() => Some(h.kind),
+            _ => None,
+        }
+    }
+
+    /// The tree parts of this step's text.
+    pub fn tree(&self) -> &TreeParts {
+        self.reading.tree(self.text)
+    }
+}
+
+/// A browser call, in transcript order.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'t> {
+    pub item: usize,
+    /// Index of the message (or item) that carries the call in the request.
+    pub message: usize,
+    pub tool: &'t str,
+    pub arguments: &'t str,
+}
+
+/// Every browser call and result of a transcript, read once.
+#[derive(Debug, Clone, Default)]
+pub struct Session<'t> {
+    /// Browser results in order, each with its call.
+    pub steps: Vec<Step<'t>>,
+    /// Browser calls in order, answered or not.
+    pub calls: Vec<Call<'t>>,
+}
+
+impl<'t> Session<'t> {
+    /// Reads the browser steps of `transcript`. Identical result texts share one reading;
+    /// with a `memo`, so do those seen in earlier requests.
+    pub fn build(
+        transcript: &'t Transcript<'_>,
+        tools: &BrowserTools,
+        memo: Option<&Memo>,
+    ) -> Session<'t> {
+        let pairs = transcript.pair_calls();
+        let mut known: HashMap<&str, bool> = HashMap::new();
+        let mut is_browser = |name: &'t str| *known.entry(name).or_insert_with(|| tools.is_browser(name));
+        let mut local: HashMap<u128, Arc<Reading>> = HashMap::new();
+        let mut session = Session::default();
+        for (item, entry) in transcript.items.iter().enumerate() {
+            match entry {
+                Item::Call(call) if is_browser(&call.name) => session.calls.push(Call {
+                    item,
+                    message: call.message,
+                    tool: &call.name,
+                    arguments: &call.arguments,
+                }),
+                Item::Result(result) => {
+                    let Some(c) = pairs[item].and_then(|c| transcript.call(c)) else {
+                        continue;
+                    };
+                    if !is_browser(&c.name) {
+                        continue;
+                    }
+                    let text: &str = &result.text;
+                    let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+                    let reading = local
+                        .entry(key)
+                        .or_insert_with(|| match memo {
+                            Some(memo) => memo.reading(key, text),
+                            None => Arc::new(Reading::new(text)),
+                        })
+                        .clone();
+                    session.steps.push(Step {
+                        item,
+                        message: result.message,
+                        call: pairs[item].unwrap_or(item),
+                        tool: &c.name,
+                        arguments: &c.arguments,
+                        call_id: result.call_id.as_deref(),
+                        text,
+                        images: result.images,
+                        appendix: result.appendix,
+                        failed: result.is_error || reading.failed,
+                        reading,
+                    });
+                }
+                _ => {}
+            }
+        }
+        session
+    }
+
+    /// Calls and steps merged in transcript order.
+    pub fn events(&self) -> impl Iterator<Item = Event<'_, 't>> {
+        let mut calls = self.calls.iter().peekable();
+        let mut steps = self.steps.iter().peekable();
+        std::iter::from_fn(move || match (calls.peek(), steps.peek()) {
+            (Some(c), Some(s)) if c.item < s.item => calls.next().map(|c| Event::Call(*c)),
+            (Some(_), None) => calls.next().map(|c| Event::Call(*c)),
+            _ => steps.next().map(Event::Result),
+        })
+    }
+}
+
+/// A browser call or result, for analyses that replay the session.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'s, 't> {
+    Call(Call<'t>),
+    Result(&'s Step<'t>),
+}
+
+#[cfg(test)]
+thread_local! {
+    static DETECTIONS_COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static TREE_PARSES_COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Which counter: results detected, trees parsed in full.
+#[derive(Clone, Copy)]
+enum Counter {
+    Detections,
+    TreeParses,
+}
+const DETECTIONS: Counter = Counter::Detections;
+const TREE_PARSES: Counter = Counter::TreeParses;
+
+/// Test builds count detections and full parses on this thread, to show that each result is
+/// read once; other builds count nothing.
+#[cfg(test)]
+fn count(counter: &Counter) {
+    let cell = match counter {
+        Counter::Detections => &DETECTIONS_COUNT,
+        Counter::TreeParses => &TREE_PARSES_COUNT,
+    };
+    cell.with(|c| c.set(c.get() + 1));
+}
+
+#[cfg(not(test))]
+fn count(_: &Counter) {}
+
+/// `(detections, full tree parses)` on this thread so far (test builds).
+#[cfg(test)]
+pub(crate) fn counts() -> (usize, usize) {
+    (
+        DETECTIONS_COUNT.with(|c| c.get()),
+        TREE_PARSES_COUNT.with(|c| c.get()),
+    )
+}
