@@ -27,6 +27,10 @@ pub struct ProxyArgs {
     /// Seconds the upstream may take to start answering (default 600); then 504.
     #[arg(long, value_name = "SECS")]
     upstream_timeout_secs: Option<u64>,
+    /// Bytes of derived data the proxy keeps across requests to skip re-reading results it
+    /// has seen (default 256 MiB; 0 turns the memo off). Answers do not depend on it.
+    #[arg(long, value_name = "N")]
+    memo_bytes: Option<usize>,
     /// Log one JSON object per line.
     #[arg(long)]
     log_json: bool,
@@ -63,6 +67,10 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 .or(file.upstream_timeout_secs)
                 .unwrap_or(600),
         ),
+        memo_bytes: args
+            .memo_bytes
+            .or(file.memo_bytes)
+            .unwrap_or(staleguard::memo::DEFAULT_MEMO_BYTES),
         staleguard: config,
     };
     init_logging(args.log_json || file.log_json.unwrap_or(false));
@@ -115,14 +123,15 @@ fn startup_line(listen: &str, s: &Settings) -> String {
         })
         .collect();
     format!(
-        "staleguard proxy on http://{listen} [{}]; compaction {}, evidence {}, progress {}; {}; max body {} bytes; upstream timeout {} s",
+        "staleguard proxy on http://{listen} [{}]; compaction {}, evidence {}, progress {}; {}; max body {} bytes; upstream timeout {} s; memo {} bytes",
         routes.join(", "),
         on(c.browser_history_compaction),
         on(c.evidence_enabled()),
         on(c.progress_enabled()),
         if s.fail_closed { "fail-closed" } else { "fail-open" },
         s.max_body_bytes,
-        s.upstream_timeout.as_secs()
+        s.upstream_timeout.as_secs(),
+        s.memo_bytes
     )
 }
 

@@ -68,6 +68,10 @@ async fn main() {
         fail_closed: false,
         max_body_bytes: 64 << 20,
         upstream_timeout: Duration::from_secs(30),
+        memo_bytes: std::env::var("MEMO_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(staleguard::memo::DEFAULT_MEMO_BYTES),
         staleguard: Config {
             browser_history_compaction: true,
             evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),

@@ -18,7 +18,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode}
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures_util::TryStreamExt;
-use staleguard::{project_request, Config, RequestFormat};
+use staleguard::{project, Config, Memo, Options, RequestFormat};
 
 pub use route::{Route, Routes};
 
@@ -31,12 +31,16 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// How long the upstream may take to start its response.
     pub upstream_timeout: Duration,
+    /// Bound of the memo of result readings kept across requests, in bytes; 0 turns it off.
+    /// The memo only saves work: answers are the same with it cold, warm or off.
+    pub memo_bytes: usize,
     pub staleguard: Config,
 }
 
 struct Shared {
     settings: Settings,
     client: reqwest::Client,
+    memo: Option<Arc<Memo>>,
 }
 
 /// Serves on `listener` until `shutdown` resolves; requests in flight, streams included,
@@ -62,7 +66,11 @@ pub async fn serve(
 pub fn app(settings: Settings, client: reqwest::Client) -> Router {
     Router::new()
         .fallback(handle)
-        .with_state(Arc::new(Shared { settings, client }))
+        .with_state(Arc::new(Shared {
+            memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
+            settings,
+            client,
+        }))
 }
 
 /// What the proxy did with a request body, for the response header and the log.
@@ -123,7 +131,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let bytes_in = body.len();
     let mut headers = forwarded_headers(&parts.headers);
     let (body, outcome) = match model_format(&parts.method, target.path()) {
-        Some(format) => match rewrite(&shared.settings, &mut headers, body, format).await {
+        Some(format) => match rewrite(&shared, &mut headers, body, format).await {
             Ok(rewritten) => rewritten,
             Err(response) => return response,
         },
@@ -175,11 +183,12 @@ fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
 /// Decodes and projects a model request body. A body that cannot be read goes upstream
 /// unchanged (fail-open), or is refused with 400 (fail-closed).
 async fn rewrite(
-    settings: &Settings,
+    shared: &Shared,
     headers: &mut HeaderMap,
     body: Bytes,
     format: RequestFormat,
 ) -> Result<(Bytes, Outcome), Response> {
+    let settings = &shared.settings;
     if !settings.staleguard.browser_history_compaction {
         return Ok((body, Outcome::Untouched));
     }
@@ -207,9 +216,14 @@ async fn rewrite(
         }
     };
     let config = settings.staleguard.clone();
+    let memo = shared.memo.clone();
     let projected = tokio::task::spawn_blocking(move || {
         let text = std::str::from_utf8(&plain).map_err(|e| format!("body is not UTF-8: {e}"))?;
-        let projected = project_request(text, format, &config).map_err(|e| e.to_string())?;
+        let options = Options {
+            memo: memo.as_deref(),
+            ..Options::default()
+        };
+        let projected = project(text, format, &config, options).map_err(|e| e.to_string())?;
         Ok::<_, String>((plain.len(), projected))
     })
     .await

@@ -473,3 +473,135 @@ pub(crate) fn counts() -> (usize, usize) {
         TREE_PARSES_COUNT.with(|c| c.get()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::observation::aria::{ref_hash, tree_nodes};
+    use crate::pipeline::{project, Options};
+    use crate::RequestFormat;
+    use proptest::prelude::*;
+
+    fn recorded(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/fixtures")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn distinct_results(body: &str) -> usize {
+        let (request, _, _) =
+            crate::adapter::read_request(body, RequestFormat::Auto).expect("request");
+        let tools = BrowserTools::new(crate::tools::DEFAULT_BROWSER_TOOLS);
+        let session = Session::build(request.transcript(), &tools, None);
+        let texts: std::collections::HashSet<&str> =
+            session.steps.iter().map(|s| s.text).collect();
+        texts.len()
+    }
+
+    fn counted(body: &str, config: &Config, options: Options<'_>) -> (usize, usize) {
+        let before = counts();
+        project(body, RequestFormat::Auto, config, options).expect("projects");
+        let after = counts();
+        (after.0 - before.0, after.1 - before.1)
+    }
+
+    #[test]
+    fn each_result_is_detected_once_and_each_tree_parsed_at_most_once() {
+        let on = Config {
+            browser_history_compaction: true,
+            ..Config::default()
+        };
+        let only_projection = Config {
+            evidence_retention: Some(false),
+            progress_tracking: Some(false),
+            ..on.clone()
+        };
+        let everything = Options {
+            verdicts: true,
+            ..Options::default()
+        };
+        for name in [
+            "pwmcp-0.0.41/order.openai.json",
+            "pwmcp-0.0.41/rerender.anthropic.json",
+            "pwmcp-0.0.83/research.openai.json",
+            "ankita/order.openai.json",
+        ] {
+            let body = recorded(name);
+            let distinct = distinct_results(&body);
+            assert!(distinct > 3, "{name}");
+            // Projection, evidence, progress and the guard's verdicts all run: one
+            // detection and at most one full parse per distinct result text.
+            let (detected, parsed) = counted(&body, &on, everything);
+            assert_eq!(detected, distinct, "{name}: detections");
+            assert!(parsed <= distinct && parsed > 0, "{name}: {parsed} tree parses");
+            // Projection alone reads headers only.
+            let (detected, parsed) = counted(&body, &only_projection, Options::default());
+            assert_eq!((detected, parsed), (distinct, 0), "{name}: projection alone");
+            // With a warm memo nothing is read again.
+            let memo = Memo::default();
+            counted(&body, &on, Options { memo: Some(&memo), ..everything });
+            let again = counted(&body, &on, Options { memo: Some(&memo), ..everything });
+            assert_eq!(again, (0, 0), "{name}: warm memo");
+        }
+    }
+
+    /// Tree lines: nodes with and without refs and attributes, values, property lines,
+    /// prose, unchanged refs and changed markers, at any depth.
+    fn tree_line() -> impl Strategy<Value = String> {
+        let role = prop::sample::select(vec!["button", "link", "heading", "paragraph", "generic", "listitem", "textbox"]);
+        let name = "[a-zA-Z0-9 $:\\[\\]=]{0,12}";
+        let attr = prop::sample::select(vec!["", " [checked]", " [level=1]", " [active]", " [cursor=pointer]", " [disabled]"]);
+        let value = prop::sample::select(vec!["", ":", ": text", ": \"quoted [ref=e9]\"", ": see [ref=e5]"]);
+        let node = (0usize..4, role, name, attr, 1u32..50, any::<bool>(), value).prop_map(
+            |(depth, role, name, attr, id, changed, value)| {
+                let marker = if changed { "<changed> " } else { "" };
+                format!("{}- {marker}{role} \"{name}\"{attr} [ref=e{id}]{value}", "  ".repeat(depth))
+            },
+        );
+        prop_oneof![
+            6 => node,
+            1 => (0usize..4, 1u32..50).prop_map(|(d, id)| format!("{}- ref=e{id} [unchanged]", "  ".repeat(d))),
+            1 => (0usize..4).prop_map(|d| format!("{}- /url: page.html", "  ".repeat(d))),
+            1 => "[a-z ]{1,10}".prop_map(|t| t.to_string()),
+        ]
+    }
+
+    proptest! {
+        /// The fingerprint's nodes come from the observation's own grammar: the ref of every
+        /// node is the ref the observation found on that line, in the same order.
+        #[test]
+        fn node_refs_are_the_observation_refs(lines in prop::collection::vec(tree_line(), 1..30)) {
+            let tree = lines.join("\n");
+            let mut obs = Observation::new("test", TreeKind::Full);
+            crate::observation::aria::parse_tree(&tree, &mut obs);
+            let from_nodes: Vec<u64> = obs.nodes.iter().map(|n| n.id).filter(|&id| id != 0).collect();
+            let from_refs: Vec<u64> = obs.refs.iter().map(|r| ref_hash(&r.id)).collect();
+            prop_assert_eq!(from_nodes, from_refs);
+            prop_assert_eq!(obs.nodes.len(), tree.lines().filter(|l| !l.trim().is_empty()).count());
+        }
+
+        /// Renumbering refs leaves every node hash as it was: refs are not page state.
+        #[test]
+        fn renumbered_refs_hash_alike(lines in prop::collection::vec(tree_line(), 1..30), shift in 1u32..100) {
+            // Ref-like page text is page text: renumbering it would change the page.
+            let tree = lines.join("\n").replace(": see [ref=e5]", ": see").replace("quoted [ref=e9]", "quoted");
+            prop_assume!(tree.matches("ref=e").count() == tree.matches(" [ref=e").count() + tree.matches("- ref=e").count());
+            let renumbered: String = tree
+                .split("ref=e")
+                .enumerate()
+                .map(|(i, part)| {
+                    if i == 0 {
+                        return part.to_string();
+                    }
+                    let digits = part.bytes().take_while(u8::is_ascii_digit).count();
+                    let n: u32 = part[..digits].parse().unwrap_or(0);
+                    format!("ref=e{}{}", n + shift, &part[digits..])
+                })
+                .collect();
+            let hashes = |t: &str| tree_nodes(t).iter().map(|n| (n.indent, n.hash, n.unchanged)).collect::<Vec<_>>();
+            prop_assert_eq!(hashes(&tree), hashes(&renumbered));
+        }
+    }
+}
