@@ -1,0 +1,254 @@
+//! `staleguard project` as a whole process, on the same 10 MB request as the core's
+//! `projection` bench, against a floor: a process that reads the file, validates it with
+//! serde_json and writes the bytes back to standard output. Start-up, reading, writing and
+//! exit are in both, so the ratios are what a user of the command sees.
+//!
+//! The floor is this executable itself, run again as `whole_process --floor FILE`.
+//!
+//! The command is `target/release/staleguard`: a bench cannot name the bin target as a
+//! dependency, so it runs whatever binary is there. `cargo bench` builds the package's bin
+//! targets next to its benches (in the bench profile, into the same `target/release`), but
+//! a `CARGO_TARGET_DIR` elsewhere leaves an old binary in place: `scripts/bench` runs
+//! `cargo build --release -p staleguard-cli` first.
+//!
+//! Each round runs the floor, `staleguard project FILE` with the defaults (evidence and
+//! progress on) and with projection alone (`BROWSER_EVIDENCE_RETENTION=off
+//! BROWSER_PROGRESS_TRACKING=off`), interleaved so that machine noise hits all three alike.
+//! `-- --rounds N` sets the number of rounds (default 15).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+const TARGET_BYTES: usize = 10 * 1024 * 1024;
+const DEFAULT_ROUNDS: usize = 15;
+
+/// The recorded sessions, repeated with fresh call IDs until the body reaches 10 MB: the
+/// request of `crates/staleguard/benches/projection.rs`.
+fn build_request() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let sessions: Vec<Vec<Value>> = ["pwmcp-0.0.41", "pwmcp-0.0.83"]
+        .iter()
+        .flat_map(|v| {
+            [
+                "order",
+                "research",
+                "rerender",
+                "invalid_form",
+                "tabs_iframe",
+                "long_page",
+            ]
+            .map(|s| root.join(v).join(format!("{s}.openai.json")))
+        })
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let v: Value = serde_json::from_str(&text).expect("fixture JSON");
+            v["messages"].as_array().cloned().unwrap_or_default()
+        })
+        .collect();
+    let mut messages = vec![json!({"role": "system", "content": "You drive a browser."})];
+    let (mut bytes, mut round) = (0, 0);
+    while bytes < TARGET_BYTES {
+        for session in &sessions {
+            for m in session.iter().filter(|m| m["role"] != "system") {
+                let mut m = m.clone();
+                renumber(&mut m, round);
+                bytes += m.to_string().len();
+                messages.push(m);
+            }
+        }
+        round += 1;
+    }
+    json!({"model": "gpt-4.1", "messages": messages}).to_string()
+}
+
+fn renumber(m: &mut Value, round: usize) {
+    if let Some(id) = m["tool_call_id"].as_str() {
+        m["tool_call_id"] = format!("r{round}_{id}").into();
+    }
+    if let Some(calls) = m["tool_calls"].as_array_mut() {
+        for c in calls {
+            if let Some(id) = c["id"].as_str() {
+                c["id"] = format!("r{round}_{id}").into();
+            }
+        }
+    }
+}
+
+/// The floor process: read the file, validate it, write its bytes to standard output.
+fn floor(path: &Path) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).expect("the request is valid JSON");
+    let mut out = std::io::stdout().lock();
+    out.write_all(&bytes)
+        .and_then(|()| out.flush())
+        .expect("write standard output");
+}
+
+/// `target/release/staleguard` of this workspace.
+fn staleguard_binary() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/staleguard");
+    if !path.is_file() {
+        panic!(
+            "{} is missing: run `cargo build --release -p staleguard-cli` first",
+            path.display()
+        );
+    }
+    path
+}
+
+/// The three commands of a round, in the order they run.
+struct Commands {
+    request: PathBuf,
+    /// A directory without a `staleguard.toml`, where the children run.
+    dir: PathBuf,
+    staleguard: PathBuf,
+}
+
+#[derive(Clone, Copy)]
+enum Run {
+    Floor,
+    Defaults,
+    ProjectionAlone,
+}
+
+impl Commands {
+    fn command(&self, run: Run) -> Command {
+        let mut c = match run {
+            Run::Floor => {
+                let mut c = Command::new(std::env::current_exe().expect("this executable"));
+                c.arg("--floor");
+                c
+            }
+            Run::Defaults | Run::ProjectionAlone => {
+                let mut c = Command::new(&self.staleguard);
+                c.arg("project");
+                // The defaults: no setting from the environment of whoever runs the bench.
+                for (name, _) in std::env::vars_os() {
+                    let n = name.to_string_lossy();
+                    if n.starts_with("BROWSER_") || n.starts_with("STALEGUARD_") {
+                        c.env_remove(&name);
+                    }
+                }
+                if let Run::ProjectionAlone = run {
+                    c.env("BROWSER_EVIDENCE_RETENTION", "off")
+                        .env("BROWSER_PROGRESS_TRACKING", "off");
+                }
+                c
+            }
+        };
+        c.arg(&self.request)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit());
+        c
+    }
+
+    /// Seconds from spawn to exit, with standard output written to /dev/null.
+    fn time(&self, run: Run) -> f64 {
+        let sink = File::create("/dev/null").expect("open /dev/null");
+        let mut c = self.command(run);
+        c.stdout(Stdio::from(sink));
+        let started = Instant::now();
+        let status = c.status().unwrap_or_else(|e| panic!("spawn {c:?}: {e}"));
+        let elapsed = started.elapsed().as_secs_f64();
+        assert!(status.success(), "{c:?} failed: {status}");
+        elapsed
+    }
+
+    /// One run with standard output captured: what the command writes.
+    fn output(&self, run: Run) -> Vec<u8> {
+        let mut c = self.command(run);
+        let out = c.output().unwrap_or_else(|e| panic!("spawn {c:?}: {e}"));
+        assert!(out.status.success(), "{c:?} failed: {}", out.status);
+        out.stdout
+    }
+}
+
+/// Removes the request's directory, also when a run panics.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn median(mut s: Vec<f64>) -> f64 {
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+fn ratios(rounds: usize) {
+    let staleguard = staleguard_binary();
+    let body = build_request();
+    let dir = std::env::temp_dir().join(format!("staleguard-whole-process-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let _cleanup = TempDir(dir.clone());
+    let request = dir.join("request.json");
+    std::fs::write(&request, &body).unwrap_or_else(|e| panic!("{}: {e}", request.display()));
+    let commands = Commands {
+        request,
+        dir,
+        staleguard,
+    };
+
+    // One run of each, output kept: checks what is timed, and warms the page cache.
+    let copied = commands.output(Run::Floor);
+    assert!(copied == body.as_bytes(), "the floor wrote other bytes");
+    let [defaults_bytes, alone_bytes] = [Run::Defaults, Run::ProjectionAlone].map(|run| {
+        let out = commands.output(run);
+        serde_json::from_slice::<serde::de::IgnoredAny>(&out).expect("projection is JSON");
+        out.len()
+    });
+
+    let runs = [Run::Floor, Run::Defaults, Run::ProjectionAlone];
+    let mut samples: [Vec<f64>; 3] = Default::default();
+    for _ in 0..rounds {
+        for (run, s) in runs.iter().zip(samples.iter_mut()) {
+            s.push(commands.time(*run));
+        }
+    }
+    let [f, d, p] = samples.map(median);
+    println!(
+        "\nwhole process, median of {rounds} interleaved runs, {} bytes, {} -> {defaults_bytes} bytes (defaults), {alone_bytes} bytes (projection alone):",
+        body.len(),
+        body.len()
+    );
+    println!("  floor (read, validate, write) {:>8.2} ms", f * 1e3);
+    println!(
+        "  project, defaults             {:>8.2} ms   defaults / floor         = {:.2}",
+        d * 1e3,
+        d / f
+    );
+    println!(
+        "  project, projection alone     {:>8.2} ms   projection alone / floor = {:.2}",
+        p * 1e3,
+        p / f
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `--floor FILE`: this process is the floor.
+    if let Some(i) = args.iter().position(|a| a == "--floor") {
+        let path = args.get(i + 1).expect("--floor FILE");
+        floor(Path::new(path));
+        return;
+    }
+    // Cargo passes `--bench`; other arguments are ignored.
+    let rounds = match args.iter().position(|a| a == "--rounds") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .expect("--rounds N, N at least 1"),
+        None => DEFAULT_ROUNDS,
+    };
+    ratios(rounds);
+}
