@@ -9,7 +9,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::refs::neutralise;
 use crate::projection::{Plan, Status};
@@ -30,14 +29,14 @@ pub struct EvidenceItem {
 /// A chunk of page text as the browser returned it.
 #[derive(Debug, Clone)]
 pub struct Chunk<'t> {
-    pub url: Cow<'t, str>,
+    pub url: &'t str,
     /// `url`, normalised once for all the chunks of a page.
     pub key: Arc<str>,
     /// The short observation ID (as receipts show it), shared by the chunks of a result.
-    pub observation: Arc<str>,
+    pub observation: &'t str,
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
-    pub document: Option<Cow<'t, str>>,
-    pub text: Cow<'t, str>,
+    pub document: Option<&'t str>,
+    pub text: &'t str,
     /// Its words, hashed ([`word_hashes`]).
     pub words: &'t [u64],
     /// Position of the result in the transcript: later is newer.
@@ -113,68 +112,124 @@ pub struct Selection {
     pub dropped: Vec<(EvidenceItem, DropReason)>,
 }
 
+/// A candidate quote, borrowed: from an explicit item or a ranked chunk. Only the quotes
+/// that are kept or refused become owned [`Quote`]s.
+struct Candidate<'c> {
+    url: &'c str,
+    /// `url`, normalised.
+    key: Cow<'c, str>,
+    observation: &'c str,
+    text: &'c str,
+}
+
+impl Candidate<'_> {
+    fn quote(&self) -> Quote {
+        Quote {
+            source_url: self.url.to_string(),
+            observation: self.observation.to_string(),
+            quote: self.text.to_string(),
+        }
+    }
+
+    /// Bytes of its line in the block, newline included.
+    fn size(&self) -> usize {
+        line_of(self.url, self.observation, self.text).len() + 1
+    }
+
+    /// Its text is inside `other`'s, on the same page.
+    fn is_inside(&self, other: &Candidate<'_>) -> bool {
+        other.text.contains(self.text) && other.key == self.key
+    }
+}
+
 /// Grounds explicit items in every chunk, ranks collapsed chunks, dedups and applies the
 /// caps.
 pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
     let mut selection = Selection::default();
-    let mut candidates = Vec::new();
+    let mut grounded = Vec::new();
     for item in explicit {
         match ground(item, g.all()) {
-            Ok(quote) => candidates.push(quote),
+            Ok(quote) => grounded.push(quote),
             Err(reason) => selection.dropped.push((item.clone(), reason)),
         }
     }
-    candidates.extend(rank(&g.collapsed, &g.live, &g.context));
-    let mut seen: HashSet<[u8; 32]> = HashSet::new();
+    let explicit = grounded.iter().map(|q| Candidate {
+        url: &q.source_url,
+        key: normalise(&q.source_url).into(),
+        observation: &q.observation,
+        text: &q.quote,
+    });
+    let ranked = rank(&g.collapsed, &g.live, &g.context)
+        .into_iter()
+        .map(|c| Candidate {
+            url: c.url,
+            key: Cow::Borrowed(&*c.key),
+            observation: c.observation,
+            text: c.text,
+        });
+    let mut seen: HashSet<(Cow<'_, str>, &str), Fast> = HashSet::default();
+    // Kept quotes with their sizes, in order.
+    let mut kept: Vec<(Candidate<'_>, usize)> = Vec::new();
     let mut bytes = 0;
-    for quote in candidates {
-        if !seen.insert(digest(&quote)) || is_redundant(&quote, &selection.quotes) {
+    for candidate in explicit.chain(ranked) {
+        if !seen.insert((candidate.key.clone(), candidate.text))
+            || kept.iter().any(|(k, _)| candidate.is_inside(k))
+        {
             continue;
         }
-        if quote.quote.len() > limits.max_quote_bytes {
-            selection.refused.push(quote);
+        if candidate.text.len() > limits.max_quote_bytes {
+            selection.refused.push(candidate.quote());
             continue;
         }
         // A longer quote that holds kept ones replaces them.
-        let (inside, others): (Vec<Quote>, Vec<Quote>) = std::mem::take(&mut selection.quotes)
-            .into_iter()
-            .partition(|k| is_redundant(k, std::slice::from_ref(&quote)));
-        selection.quotes = others;
-        bytes -= inside.iter().map(|k| line(k).len() + 1).sum::<usize>();
-        let size = line(&quote).len() + 1;
-        if selection.quotes.len() >= limits.max_items || bytes + size > limits.max_bytes {
-            bytes += inside.iter().map(|k| line(k).len() + 1).sum::<usize>();
-            selection.quotes.extend(inside);
-            continue;
+        let inside = kept.iter().filter(|(k, _)| k.is_inside(&candidate)).count();
+        let fits = kept.len() - inside < limits.max_items && {
+            let freed: usize = kept
+                .iter()
+                .filter(|(k, _)| k.is_inside(&candidate))
+                .map(|(_, size)| size)
+                .sum();
+            let size = candidate.size();
+            (bytes - freed + size <= limits.max_bytes).then_some((freed, size))
         }
-        bytes += size;
-        selection.quotes.push(quote);
+        .is_some();
+        if inside > 0 {
+            // Kept quotes inside this one move behind the others, whether it is kept or not.
+            let (inner, others): (Vec<_>, Vec<_>) =
+                kept.into_iter().partition(|(k, _)| k.is_inside(&candidate));
+            kept = others;
+            if fits {
+                bytes -= inner.iter().map(|(_, size)| size).sum::<usize>();
+            } else {
+                kept.extend(inner);
+            }
+        }
+        if fits {
+            let size = candidate.size();
+            bytes += size;
+            kept.push((candidate, size));
+        }
     }
+    selection.quotes = kept.iter().map(|(k, _)| k.quote()).collect();
     selection
 }
 
-/// A quote already inside a kept quote from the same page adds nothing.
-fn is_redundant(quote: &Quote, kept: &[Quote]) -> bool {
-    let url = normalise(&quote.source_url);
-    kept.iter()
-        .any(|k| k.quote.contains(quote.quote.as_str()) && normalise(&k.source_url) == url)
-}
+/// Hashes the maps of ranking: their keys are page text, read on every request.
+type Fast = xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// Checks an explicit item against the chunks the browser returned.
-fn ground<'c, 't: 'c>(
+fn ground<'t>(
     item: &EvidenceItem,
-    chunks: impl Iterator<Item = &'c Chunk<'t>>,
+    chunks: impl Iterator<Item = Chunk<'t>>,
 ) -> Result<Quote, DropReason> {
-    let of_observation: Vec<&Chunk> = chunks
-        .filter(|c| {
-            *c.observation == *item.observation || c.document.as_deref() == Some(&item.observation)
-        })
+    let of_observation: Vec<Chunk> = chunks
+        .filter(|c| c.observation == item.observation || c.document == Some(&item.observation))
         .collect();
     if of_observation.is_empty() {
         return Err(DropReason::UnknownObservation);
     }
     let url = normalise(&item.source_url);
-    let at_url: Vec<&&Chunk> = of_observation.iter().filter(|c| *c.key == *url).collect();
+    let at_url: Vec<&Chunk> = of_observation.iter().filter(|c| *c.key == *url).collect();
     if at_url.is_empty() {
         return Err(DropReason::UrlMismatch);
     }
@@ -198,18 +253,21 @@ const RARE_MAX_CHUNKS: usize = 5;
 /// Collapsed chunks, most useful first: used by the model later or sharing rare words
 /// with the question; then from more recent pages; then short chunks with numbers or IDs.
 /// Chunks still on the live page are left out: they are not stale.
-fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> Vec<Quote> {
-    let live_keys: HashSet<(Arc<str>, &str)> = live
+fn rank<'c, 't>(
+    unique: &'c [(usize, Chunk<'t>)],
+    live: &[Chunk<'t>],
+    context: &Context<'_>,
+) -> Vec<&'c Chunk<'t>> {
+    let live_keys: HashSet<(Arc<str>, &str), Fast> = live
         .iter()
-        .map(|c| (c.key.clone(), c.text.as_ref()))
+        .map(|c| (c.key.clone(), c.text))
         .collect();
-    let frequency = document_frequency(collapsed.iter().chain(live));
+    let frequency = document_frequency(unique.iter().map(|(_, c)| c).chain(live));
     let question: HashSet<u64> = word_hashes(context.question).into_vec().into_iter().collect();
     let last_use = last_use(context);
-    let unique = unique_chunks(collapsed);
     let mut scores: Vec<u32> = unique
         .iter()
-        .map(|&(oldest, chunk)| {
+        .map(|&(oldest, ref chunk)| {
             let words = chunk.words;
             // The model may have used the fact after any copy of the chunk: count from the oldest.
             let used = |w: u64| last_use.get(&w).is_some_and(|&at| at > oldest);
@@ -221,30 +279,20 @@ fn rank(collapsed: &[Chunk<'_>], live: &[Chunk<'_>], context: &Context<'_>) -> V
     spread_to_neighbours(&unique, &mut scores);
     let mut order: Vec<usize> = (0..unique.len())
         .filter(|&i| {
-            let c = unique[i].1;
-            !c.text.trim().is_empty() && !live_keys.contains(&(c.key.clone(), c.text.as_ref()))
+            let c = &unique[i].1;
+            !c.text.trim().is_empty() && !live_keys.contains(&(c.key.clone(), c.text))
         })
         .collect();
     // Highest score, then newest page, then short facts, then page order: deterministic.
     order.sort_by(|&a, &b| {
-        let (ca, cb) = (unique[a].1, unique[b].1);
+        let (ca, cb) = (&unique[a].1, &unique[b].1);
         scores[b]
             .cmp(&scores[a])
             .then(cb.position.cmp(&ca.position))
-            .then(is_short_fact(&cb.text).cmp(&is_short_fact(&ca.text)))
+            .then(is_short_fact(cb.text).cmp(&is_short_fact(ca.text)))
             .then(a.cmp(&b))
     });
-    order
-        .into_iter()
-        .map(|i| {
-            let c = unique[i].1;
-            Quote {
-                source_url: c.url.to_string(),
-                observation: c.observation.to_string(),
-                quote: c.text.to_string(),
-            }
-        })
-        .collect()
+    order.into_iter().map(|i| &unique[i].1).collect()
 }
 
 /// Weight of the rare `words` that `wanted` accepts: rarer words weigh more.
@@ -269,12 +317,12 @@ fn relevance(
 /// A fact is often split over neighbouring short chunks (the cells of one table row, a label
 /// and its value): short chunks next to a relevant one, on the same page, get half its weight,
 /// and a quarter two chunks away.
-fn spread_to_neighbours(unique: &[(usize, &Chunk<'_>)], scores: &mut [u32]) {
+fn spread_to_neighbours(unique: &[(usize, Chunk<'_>)], scores: &mut [u32]) {
     let base = scores.to_vec();
     for (i, &score) in base.iter().enumerate().filter(|(_, s)| **s > 0) {
         let page = &unique[i].1.observation;
         for j in i.saturating_sub(2)..(i + 3).min(unique.len()) {
-            let neighbour = unique[j].1;
+            let neighbour = &unique[j].1;
             if j != i && &neighbour.observation == page && neighbour.text.len() <= SHORT_CHUNK {
                 let share = if j.abs_diff(i) == 1 {
                     score / 2
@@ -288,29 +336,31 @@ fn spread_to_neighbours(unique: &[(usize, &Chunk<'_>)], scores: &mut [u32]) {
 }
 
 /// One entry per distinct (URL, text): the newest chunk, which names the observation (the
-/// newest observation's ID wins), with the position of the oldest copy.
-fn unique_chunks<'c, 't>(chunks: &'c [Chunk<'t>]) -> Vec<(usize, &'c Chunk<'t>)> {
-    let mut index: HashMap<(Arc<str>, &str), usize> = HashMap::new();
-    let mut unique: Vec<(usize, &Chunk)> = Vec::new();
-    for chunk in chunks {
-        let key = (chunk.key.clone(), chunk.text.as_ref());
-        match index.get(&key) {
+/// newest observation's ID wins), with the position of the oldest copy. Built as chunks
+/// arrive, so repeated pages cost no memory.
+#[derive(Debug, Default)]
+struct Unique<'t> {
+    index: HashMap<(Arc<str>, &'t str), usize, Fast>,
+    chunks: Vec<(usize, Chunk<'t>)>,
+}
+
+impl<'t> Unique<'t> {
+    fn add(&mut self, chunk: Chunk<'t>) {
+        match self.index.get(&(chunk.key.clone(), chunk.text)) {
             Some(&i) => {
-                let (oldest, newest) = unique[i];
-                let newer = if chunk.position >= newest.position {
-                    chunk
-                } else {
-                    newest
-                };
-                unique[i] = (oldest.min(chunk.position), newer);
+                let (oldest, newest) = &mut self.chunks[i];
+                *oldest = (*oldest).min(chunk.position);
+                if chunk.position >= newest.position {
+                    *newest = chunk;
+                }
             }
             None => {
-                index.insert(key, unique.len());
-                unique.push((chunk.position, chunk));
+                self.index
+                    .insert((chunk.key.clone(), chunk.text), self.chunks.len());
+                self.chunks.push((chunk.position, chunk));
             }
         }
     }
-    unique
 }
 
 /// For every word the model wrote (text or tool arguments), the last position it wrote it
@@ -330,10 +380,10 @@ fn last_use(context: &Context<'_>) -> HashMap<u64, usize> {
 fn document_frequency<'c, 't: 'c>(
     chunks: impl Iterator<Item = &'c Chunk<'t>>,
 ) -> HashMap<u64, usize> {
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<&str, Fast> = HashSet::default();
     let mut frequency = HashMap::new();
     for chunk in chunks {
-        if !seen.insert(chunk.text.as_ref()) {
+        if !seen.insert(chunk.text) {
             continue;
         }
         for &w in chunk.words {
@@ -380,20 +430,17 @@ fn is_short_fact(text: &str) -> bool {
     text.len() <= 200 && text.chars().any(|c| c.is_ascii_digit())
 }
 
-fn digest(quote: &Quote) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update(normalise(&quote.source_url).as_bytes());
-    hasher.update([0]);
-    hasher.update(quote.quote.as_bytes());
-    hasher.finalize().into()
-}
 
 /// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
 pub fn line(quote: &Quote) -> String {
+    line_of(&quote.source_url, &quote.observation, &quote.quote)
+}
+
+fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
     let value = serde_json::json!({
-        "source_url": neutralise(&quote.source_url),
-        "observation": quote.observation,
-        "quote": neutralise(&quote.quote),
+        "source_url": neutralise(source_url),
+        "observation": observation,
+        "quote": neutralise(quote),
     });
     value.to_string()
 }
@@ -473,40 +520,43 @@ pub fn fit(
 /// The chunks and context evidence needs from a request.
 #[derive(Debug, Default)]
 pub struct Gathered<'t> {
-    /// Chunks of collapsed observations.
-    pub collapsed: Vec<Chunk<'t>>,
+    /// Chunks of collapsed observations, one per distinct URL and text, with the position of
+    /// the oldest copy.
+    collapsed: Vec<(usize, Chunk<'t>)>,
     /// Chunks of the live page state.
-    pub live: Vec<Chunk<'t>>,
-    /// Chunks of every other non-failed browser result (page reports, read-backs).
-    pub others: Vec<Chunk<'t>>,
+    live: Vec<Chunk<'t>>,
+    /// Every non-failed browser result, to ground explicit items in.
+    sources: Vec<&'t Step<'t>>,
     pub context: Context<'t>,
 }
 
 impl<'t> Gathered<'t> {
     /// Every chunk of every non-failed browser result.
-    pub fn all(&self) -> impl Iterator<Item = &Chunk<'t>> {
-        self.collapsed.iter().chain(&self.live).chain(&self.others)
+    pub fn all(&self) -> impl Iterator<Item = Chunk<'t>> + '_ {
+        self.sources.iter().flat_map(|step| chunks_of(step))
     }
 }
 
 /// Reads the chunks of every browser result the plan saw, and what the model said.
 pub fn gather<'t>(
     transcript: &'t Transcript<'_>,
-    session: &'t Session<'_>,
+    session: &'t Session<'t>,
     plan: &Plan,
 ) -> Gathered<'t> {
     let mut g = Gathered::default();
+    let mut unique = Unique::default();
     for (step, r) in session.steps.iter().zip(&plan.results) {
         if r.status == Status::Failed {
             continue;
         }
-        let chunks = chunks_of(step);
+        g.sources.push(step);
         match r.status {
-            Status::Collapsed => g.collapsed.extend(chunks),
-            Status::Live => g.live.extend(chunks),
-            _ => g.others.extend(chunks),
+            Status::Collapsed => chunks_of(step).for_each(|c| unique.add(c)),
+            Status::Live => g.live.extend(chunks_of(step)),
+            _ => {}
         }
     }
+    g.collapsed = unique.chunks;
     for (at, item) in transcript.items.iter().enumerate() {
         match item {
             Item::Text {
@@ -525,51 +575,39 @@ pub fn gather<'t>(
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
-fn chunks_of<'t>(step: &'t Step<'_>) -> Vec<Chunk<'t>> {
+fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't> {
     let text = step.text;
     let reading = &step.reading;
-    let observation: Arc<str> = reading.id.as_str().into();
+    let observation: &str = &reading.id;
     let tree = reading.tree(text);
     let words = reading.chunk_words(text);
-    if reading.header.is_some() {
-        let url = reading
-            .header
-            .as_ref()
-            .and_then(|h| h.url.as_deref())
-            .unwrap_or("");
+    if let Some(header) = &reading.header {
+        let url = header.url.as_deref().unwrap_or("");
         let key: Arc<str> = normalise(url).into();
-        let document = tree.observation_id.as_ref().map(|p| Cow::Borrowed(p.get(text)));
-        return tree
-            .chunks
-            .iter()
-            .zip(words)
-            .map(|(chunk, words)| Chunk {
-                url: Cow::Borrowed(url),
-                key: key.clone(),
-                observation: observation.clone(),
-                document: document.clone(),
-                text: Cow::Borrowed(chunk.get(text)),
-                words,
-                position: step.item,
-            })
-            .collect();
+        let document = tree.observation_id.as_ref().map(|p| p.get(text));
+        return Box::new(tree.chunks.iter().zip(words).map(move |(chunk, words)| Chunk {
+            url,
+            key: key.clone(),
+            observation,
+            document,
+            text: chunk.get(text),
+            words,
+            position: step.item,
+        }));
     }
-    tree.read_backs
-        .iter()
-        .zip(&words[tree.chunks.len()..])
-        .map(|(c, words)| {
-            let url = c.url.get(text);
-            Chunk {
-                url: Cow::Borrowed(url),
-                key: normalise(url).into(),
-                observation: observation.clone(),
-                document: Some(Cow::Borrowed(c.observation.get(text))),
-                text: Cow::Borrowed(c.text.get(text)),
-                words,
-                position: step.item,
-            }
-        })
-        .collect()
+    let words = words.get(tree.chunks.len()..).unwrap_or_default();
+    Box::new(tree.read_backs.iter().zip(words).map(move |(c, words)| {
+        let url = c.url.get(text);
+        Chunk {
+            url,
+            key: normalise(url).into(),
+            observation,
+            document: Some(c.observation.get(text)),
+            text: c.text.get(text),
+            words,
+            position: step.item,
+        }
+    }))
 }
 
 /// The result the evidence block rides on: the newest non-failed browser result. `None`

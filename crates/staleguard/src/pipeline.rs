@@ -195,11 +195,13 @@ fn add_evidence(
         max_quote_bytes: config.evidence_max_quote_bytes,
     };
     let selection = evidence::select(explicit, &g, limits);
-    let base = request.written_len(&plan.edits);
-    let body_len = request.written_len(&[]);
+    // Sizes only matter under a budget, and each costs a write of the request's edits.
+    let sizes = std::cell::OnceCell::new();
     let fits = |block: &str| match config.request_budget_bytes {
         None => true,
         Some(budget) => {
+            let &(base, body_len) = sizes
+                .get_or_init(|| (request.written_len(&plan.edits), request.written_len(&[])));
             let appended = Edit {
                 item: target,
                 text: block.to_string(),

@@ -81,7 +81,7 @@ pub fn read<'a>(raw: &'a RawValue, text_type: &'static str) -> Option<Content<'a
     let json = raw.get();
     let mut content = match json.as_bytes().first()? {
         b'"' => {
-            let text: Cow<'_, str> = serde_json::from_str(json).ok()?;
+            let text: Cow<'_, str> = super::string_of(raw)?;
             unwrap_string(text)
         }
         b'[' => {

@@ -158,7 +158,94 @@ pub(crate) fn json_error(err: &serde_json::Error, body: &str, format: &'static s
 
 /// A JSON string value, decoded.
 pub(crate) fn string_of(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
-    serde_json::from_str(raw.get()).ok()
+    match raw.get().as_bytes().first() {
+        Some(b'"') => decode_valid(raw.get()),
+        _ => None,
+    }
+}
+
+/// Decodes a JSON string literal, quotes included; `None` when `json` is no string. The
+/// tests' entry to [`decode_valid`], which the readers call on validated literals.
+#[cfg(test)]
+///
+/// Tool results are MBs of text with an escape on every line, decoded on every request:
+/// this jumps from one backslash to the next with `memchr`, where serde_json reads byte by
+/// byte. Anything unusual (a `\u` escape that is not a whole character, a raw control
+/// character) goes to serde_json, so both always agree.
+pub(crate) fn decode_string(json: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let inner = json.strip_prefix('"').and_then(|j| j.strip_suffix('"'));
+    // Only a string without raw control characters or bare quotes inside is one literal.
+    match inner {
+        Some(inner) if !inner.bytes().any(|b| b < 0x20 || b == b'"') => decode_valid(json),
+        _ if json.starts_with('"') => serde_json::from_str(json).ok(),
+        _ => None,
+    }
+}
+
+/// [`decode_string`] of a literal that serde_json has already validated (a `RawValue`):
+/// no raw control characters and no bare quotes inside, every escape well formed.
+fn decode_valid(json: &str) -> Option<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let serde = || serde_json::from_str::<Cow<'_, str>>(json).ok();
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    let bytes = inner.as_bytes();
+    let Some(first) = memchr::memchr(b'\\', bytes) else {
+        return Some(Cow::Borrowed(inner));
+    };
+    let mut out = String::with_capacity(inner.len());
+    let (mut done, mut at) = (0, first);
+    loop {
+        out.push_str(inner.get(done..at)?);
+        let (c, used) = match bytes.get(at + 1)? {
+            b'n' => ('\n', 2),
+            b't' => ('\t', 2),
+            b'r' => ('\r', 2),
+            b'"' => ('"', 2),
+            b'\\' => ('\\', 2),
+            b'/' => ('/', 2),
+            b'b' => ('\u{8}', 2),
+            b'f' => ('\u{c}', 2),
+            b'u' => match unicode_escape(bytes.get(at..)?) {
+                Some(found) => found,
+                None => return serde(),
+            },
+            _ => return serde(),
+        };
+        out.push(c);
+        done = at + used;
+        match memchr::memchr(b'\\', bytes.get(done..)?) {
+            Some(next) => at = done + next,
+            None => {
+                out.push_str(inner.get(done..)?);
+                return Some(Cow::Owned(out));
+            }
+        }
+    }
+}
+
+/// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, at the start of `b`: the character and
+/// the bytes it took. `None` for a lone surrogate or bad hex (serde_json decides those).
+fn unicode_escape(b: &[u8]) -> Option<(char, usize)> {
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
+        if !digits.bytes().all(|d| d.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let high = hex(2)?;
+    if !(0xD800..0xE000).contains(&high) {
+        return Some((char::from_u32(high)?, 6));
+    }
+    if high >= 0xDC00 || b.get(6..8)? != b"\\u" {
+        return None;
+    }
+    let low = hex(8)?;
+    if !(0xDC00..0xE000).contains(&low) {
+        return None;
+    }
+    let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+    Some((char::from_u32(c)?, 12))
 }
 
 /// Arguments as JSON text: decoded when a string, the raw JSON otherwise.
@@ -185,4 +272,46 @@ pub(crate) fn looks_anthropic(content: &serde_json::value::RawValue) -> bool {
                 .iter()
                 .any(|b| b.kind.as_deref().is_some_and(|k| TYPES.contains(&k)))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_string;
+
+    proptest::proptest! {
+        /// The fast decoder reads every JSON string as serde_json does.
+        #[test]
+        fn strings_decode_as_serde_does(s in "(\\PC|[\"\\\\\n\t\u{1}\u{8}\u{c}/]|\u{1F600})*") {
+            let json = serde_json::to_string(&s).unwrap();
+            let decoded = decode_string(&json);
+            proptest::prop_assert_eq!(decoded.as_deref(), Some(s.as_str()));
+        }
+
+        /// Escapes written by other encoders (`\\u` for anything, `\\/`), broken ones too.
+        #[test]
+        fn escapes_decode_as_serde_does(parts in proptest::collection::vec(proptest::prop_oneof![
+            "[a-z \"]{0,4}",
+            proptest::prop_oneof![
+                proptest::strategy::Just("\\u00e9".to_string()),
+                proptest::strategy::Just("\\ud83d\\ude00".to_string()),
+                proptest::strategy::Just("\\ud83d".to_string()),
+                proptest::strategy::Just("\\ude00x".to_string()),
+                proptest::strategy::Just("\\/".to_string()),
+                proptest::strategy::Just("\\x".to_string()),
+                proptest::strategy::Just("\\u12".to_string()),
+                proptest::strategy::Just("\\".to_string()),
+            ],
+        ], 0..8)) {
+            let json = format!("\"{}\"", parts.concat());
+            let serde: Option<std::borrow::Cow<'_, str>> = serde_json::from_str(&json).ok();
+            proptest::prop_assert_eq!(decode_string(&json), serde);
+        }
+    }
+
+    #[test]
+    fn non_strings_are_none() {
+        for json in ["1", "null", "{}", "[\"a\"]", ""] {
+            assert_eq!(decode_string(json), None, "{json}");
+        }
+    }
 }

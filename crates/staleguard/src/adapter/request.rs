@@ -140,13 +140,18 @@ impl<'a> WireRequest<'a> {
     /// Edits grouped by the content they touch, in body order.
     fn by_span<'e>(&self, edits: &'e [Edit]) -> Vec<(&Span, Vec<&'e Edit>)> {
         let mut groups: Vec<(&Span, Vec<&Edit>)> = Vec::new();
+        // A request collapses thousands of results: find each one's group by its start.
+        let mut group_of: std::collections::HashMap<usize, usize> = Default::default();
         for e in edits {
             let Some(span) = self.spans.get(e.item).and_then(Option::as_ref) else {
                 continue;
             };
-            match groups.iter_mut().find(|(s, _)| s.start == span.start) {
-                Some((_, group)) => group.push(e),
-                None => groups.push((span, vec![e])),
+            match group_of.get(&span.start) {
+                Some(&g) => groups[g].1.push(e),
+                None => {
+                    group_of.insert(span.start, groups.len());
+                    groups.push((span, vec![e]));
+                }
             }
         }
         groups.sort_by_key(|(span, _)| span.start);
