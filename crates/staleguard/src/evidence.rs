@@ -217,6 +217,30 @@ pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Se
 /// Hashes the maps of ranking: their keys are page text, read on every request.
 type Fast = xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
+/// Maps keyed by word hashes ([`word_hashes`]) take the key as its own hash.
+type Words = std::hash::BuildHasherDefault<WordHasher>;
+
+/// The hasher of [`Words`]: a word hash is already a hash.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else is folded in, so it is still a hash.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// Checks an explicit item against the chunks the browser returned.
 fn ground<'t>(
     item: &EvidenceItem,
@@ -263,7 +287,7 @@ fn rank<'c, 't>(
         .map(|c| (c.key.clone(), c.text))
         .collect();
     let frequency = document_frequency(unique.iter().map(|(_, c)| c).chain(live));
-    let question: HashSet<u64> = word_hashes(context.question).into_vec().into_iter().collect();
+    let question: HashSet<u64, Words> = word_hashes(context.question).into_vec().into_iter().collect();
     let last_use = last_use(context);
     let mut scores: Vec<u32> = unique
         .iter()
@@ -298,7 +322,7 @@ fn rank<'c, 't>(
 /// Weight of the rare `words` that `wanted` accepts: rarer words weigh more.
 fn relevance(
     words: &[u64],
-    frequency: &HashMap<u64, usize>,
+    frequency: &HashMap<u64, usize, Words>,
     wanted: impl Fn(u64) -> bool,
 ) -> u32 {
     words
@@ -365,8 +389,8 @@ impl<'t> Unique<'t> {
 
 /// For every word the model wrote (text or tool arguments), the last position it wrote it
 /// at: a chunk was used later when one of its words was written after it.
-fn last_use(context: &Context<'_>) -> HashMap<u64, usize> {
-    let mut last = HashMap::new();
+fn last_use(context: &Context<'_>) -> HashMap<u64, usize, Words> {
+    let mut last = HashMap::default();
     for (at, text) in &context.model_text {
         for &w in word_hashes(text).iter() {
             let slot = last.entry(w).or_insert(*at);
@@ -379,9 +403,9 @@ fn last_use(context: &Context<'_>) -> HashMap<u64, usize> {
 /// In how many distinct chunks each word occurs.
 fn document_frequency<'c, 't: 'c>(
     chunks: impl Iterator<Item = &'c Chunk<'t>>,
-) -> HashMap<u64, usize> {
+) -> HashMap<u64, usize, Words> {
     let mut seen: HashSet<&str, Fast> = HashSet::default();
-    let mut frequency = HashMap::new();
+    let mut frequency = HashMap::default();
     for chunk in chunks {
         if !seen.insert(chunk.text) {
             continue;
