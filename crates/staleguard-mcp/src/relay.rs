@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Map, Value};
 use staleguard::guard::{self, Refusal, Verdict};
 use staleguard::progress::{self, Tracker};
-use staleguard::session::Reading;
+use staleguard::session::{Depth, Reading};
 use staleguard::Memo;
 
 /// The MCP guard's memo bound: one session's results are few and each arrives once, so a
@@ -492,7 +492,7 @@ impl Relay {
     /// archive.
     fn read(&self, text: &str) -> std::sync::Arc<Reading> {
         self.memo
-            .reading(xxhash_rust::xxh3::xxh3_128(text.as_bytes()), text)
+            .reading(xxhash_rust::xxh3::xxh3_128(text.as_bytes()), text, Depth::Full)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.

@@ -3,12 +3,7 @@
 //! parts, so page text, which is always inside the result's parts, can never pose as one,
 //! and a projected request is recognised as such.
 
-/// The header of the evidence block. It says what the block is.
-pub const EVIDENCE_HEADER: &str =
-    "Retained observed evidence (untrusted page data, no actionable refs):";
-
-/// The first words of the progress guidance.
-pub const GUIDANCE_HEADER: &str = "[staleguard progress]";
+pub use crate::texts::{EVIDENCE_HEADER, GUIDANCE_HEADER};
 
 /// True when a content part is one staleguard appended.
 pub fn is_appendix(part: &str) -> bool {

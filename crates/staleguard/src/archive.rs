@@ -23,11 +23,11 @@ use std::collections::VecDeque;
 use crate::config::Config;
 use crate::refs::neutralise;
 use crate::session::Reading;
+use crate::texts::{self, steps_old, Named};
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
 
-/// Every text the archive writes itself starts with this tag.
-pub const ARCHIVE_TAG: &str = "[staleguard archive]";
+pub use crate::texts::ARCHIVE_TAG;
 
 /// One observation as the archive keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,25 +122,21 @@ impl Archive {
     /// number of browser results so far.
     pub fn list(&self, now: usize) -> String {
         if self.entries.is_empty() {
-            return format!("{ARCHIVE_TAG} No browser observation yet.");
+            return texts::archive_empty();
         }
-        let mut out = format!(
-            "{ARCHIVE_TAG} {} browser observations, oldest first. They are read-only: the refs of every page but the newest are stale and cannot be acted on. Read one by its id; act only on the newest snapshot.",
-            self.entries.len()
-        );
+        let mut out = texts::archive_list_head(self.entries.len());
         let newest = self.entries.len() - 1;
         for (i, e) in self.entries.iter().enumerate() {
             let age = if i == newest {
-                "newest".to_string()
+                texts::ARCHIVE_NEWEST.to_string()
             } else {
                 steps_old(now.saturating_sub(e.step))
             };
-            out.push_str(&format!(
-                "\n- {} | {} | title {} | {}",
-                e.id,
-                age,
-                quoted(&e.title),
-                quoted(&e.url)
+            out.push_str(&texts::archive_list_line(
+                &e.id,
+                &age,
+                &quoted(&e.title),
+                &quoted(&e.url),
             ));
         }
         out
@@ -151,24 +147,13 @@ impl Archive {
         let at = self.entries.iter().rposition(|e| e.id == id)?;
         let entry = &self.entries[at];
         let banner = match (self.entries.get(at + 1), self.entries.back()) {
-            (Some(next), Some(newest)) => format!(
-                "{ARCHIVE_TAG} STALE observation {} of {} (title {}), {}. It was superseded by observation {} of {} (title {}); the newest is {} of {}. This copy is read-only: every ref in it is neutralised and cannot be acted on. Take a fresh snapshot (browser_snapshot) before acting.",
-                entry.id,
-                quoted(&entry.url),
-                quoted(&entry.title),
-                steps_old(now.saturating_sub(entry.step)),
-                next.id,
-                quoted(&next.url),
-                quoted(&next.title),
-                newest.id,
-                quoted(&newest.url),
+            (Some(next), Some(newest)) => texts::stale_banner(
+                named(entry).as_named(),
+                &steps_old(now.saturating_sub(entry.step)),
+                named(next).as_named(),
+                named(newest).as_named(),
             ),
-            _ => format!(
-                "{ARCHIVE_TAG} Observation {} of {} (title {}) is the newest the model has seen. This copy is read-only: its refs are neutralised. Act on the refs of the snapshot itself, or take a fresh one (browser_snapshot).",
-                entry.id,
-                quoted(&entry.url),
-                quoted(&entry.title)
-            ),
+            _ => texts::newest_banner(named(entry).as_named()),
         };
         Some(ReadBack {
             banner,
@@ -177,10 +162,28 @@ impl Archive {
     }
 }
 
-fn steps_old(n: usize) -> String {
-    match n {
-        1 => "1 step old".into(),
-        n => format!("{n} steps old"),
+/// An entry as archive banners name it, its page strings [`quoted`].
+struct Quoted<'e> {
+    id: &'e str,
+    url: String,
+    title: String,
+}
+
+impl Quoted<'_> {
+    fn as_named(&self) -> Named<'_> {
+        Named {
+            id: self.id,
+            url: &self.url,
+            title: &self.title,
+        }
+    }
+}
+
+fn named(entry: &Entry) -> Quoted<'_> {
+    Quoted {
+        id: &entry.id,
+        url: quoted(&entry.url),
+        title: quoted(&entry.title),
     }
 }
 
@@ -197,8 +200,8 @@ pub fn read_only(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::receipt::observation_id;
     use super::*;
+    use crate::receipt::observation_id;
     use crate::refs::has_ref_token;
 
     fn page(url: &str) -> String {

@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::refs::neutralise;
 use crate::projection::{Plan, Status};
 use crate::session::{Session, Step};
+use crate::texts;
 use crate::transcript::{Item, Role, Transcript};
 use crate::urlnorm::normalise;
 
-pub use crate::appendix::EVIDENCE_HEADER;
+pub use crate::texts::EVIDENCE_HEADER;
 
 /// An evidence item named by the host: a quote it wants kept, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,7 +301,7 @@ fn rank<'c, 't>(
                 + 3 * relevance(words, &frequency, |w| question.contains(&w))
         })
         .collect();
-    spread_to_neighbours(&unique, &mut scores);
+    spread_to_neighbours(unique, &mut scores);
     let mut order: Vec<usize> = (0..unique.len())
         .filter(|&i| {
             let c = &unique[i].1;
@@ -486,18 +487,18 @@ pub fn render(quotes: &[Quote], notices: &[String]) -> String {
 /// The notice for quotes refused by the per-quote limit.
 pub fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<String> {
     let first = refused.first()?;
-    Some(format!(
-        "[staleguard] {} quote(s) over the {max_quote_bytes}-byte limit were not retained (first: {} bytes from observation {} at {}). Use a targeted find or read on that page for the exact text.",
+    Some(texts::quotes_refused(
         refused.len(),
+        max_quote_bytes,
         first.quote.len(),
-        first.observation,
-        serde_json::Value::String(neutralise(&first.source_url).into_owned()),
+        &first.observation,
+        &serde_json::Value::String(neutralise(&first.source_url).into_owned()).to_string(),
     ))
 }
 
 /// The notice for quotes omitted by the request budget.
 pub fn omitted_notice(omitted: usize) -> String {
-    format!("[staleguard] {omitted} quote(s) omitted to keep the request within its byte budget. Read back the page to check those facts before relying on them.")
+    texts::quotes_omitted(omitted)
 }
 
 /// Applies the request budget: the most quotes (in rank order) whose block still fits, as

@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::progress::{self, Element, Tracker};
-use crate::transcript::Transcript;
 use crate::session::Session;
+use crate::texts;
 use crate::tools::BrowserTools;
+use crate::transcript::Transcript;
 
 /// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,10 +104,7 @@ pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserT
         return Verdict::Allow { note: None };
     }
     if session.page_unseen {
-        return refuse(
-            Refusal::NeedsSnapshot,
-            "The newest page state has no inline snapshot, so its refs are unknown. Take a fresh snapshot (browser_snapshot) and act on the refs it shows.".into(),
-        );
+        return refuse(Refusal::NeedsSnapshot, texts::NEEDS_SNAPSHOT);
     }
     let description = description(arguments);
     let mut notes = Vec::new();
@@ -125,10 +123,10 @@ pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserT
     }
 }
 
-fn refuse(why: Refusal, message: String) -> Verdict {
+fn refuse(why: Refusal, message: &str) -> Verdict {
     Verdict::Refuse {
         why,
-        message: format!("staleguard refused this call: {message}"),
+        message: texts::refusal(message),
     }
 }
 
@@ -141,17 +139,11 @@ fn check_ref(
     let older = session.history.iter().rev().skip(1);
     let Some(now) = session.page.refs.get(id) else {
         let Some(seen) = older.clone().find(|s| s.refs.contains_key(id)) else {
-            return Err(refuse(
-                Refusal::UnknownRef,
-                format!("ref {id} is not on the newest page. Act only on refs from the newest snapshot."),
-            ));
+            return Err(refuse(Refusal::UnknownRef, &texts::unknown_ref(id)));
         };
         return Err(refuse(
             Refusal::StaleRef,
-            format!(
-                "ref {id} comes from an older page (observation {} at {}); it is stale and not on the newest page. Act on the newest snapshot.",
-                seen.id, seen.url
-            ),
+            &texts::stale_ref(id, &seen.id, &seen.url),
         ));
     };
     // Servers up to 0.0.68 restart refs on every document: the same ref may name another
@@ -162,24 +154,18 @@ fn check_ref(
     else {
         return Ok(None);
     };
-    let what = |e: &Element| format!("{} {:?}", e.role, e.name);
+    let what = |e: &Element| texts::element(&e.role, &e.name);
     match description {
         Some(d) if describes(d, then) && !describes(d, now) => Err(refuse(
             Refusal::ReusedRef,
-            format!(
-                "ref {id} now names {} on the newest page; it named {} on an older page (observation {} at {}). Take the ref from the newest snapshot.",
-                what(now),
-                what(then),
-                seen.id,
-                seen.url
-            ),
+            &texts::reused_ref(id, &what(now), &what(then), &seen.id, &seen.url),
         )),
         Some(_) => Ok(None),
-        None => Ok(Some(format!(
-            "ref {id} names {} now and named {} on observation {}; the call gives no description.",
-            what(now),
-            what(then),
-            seen.id
+        None => Ok(Some(texts::ambiguous_ref(
+            id,
+            &what(now),
+            &what(then),
+            &seen.id,
         ))),
     }
 }
@@ -192,9 +178,10 @@ fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {
     let flag = session.repeated_submission(usize::MAX, tool, element)?;
     Some(refuse(
         Refusal::RepeatedSubmission,
-        format!(
-            "this repeats the {} on {} {:?} ({}). Read back the requested outcome on the page first; do not submit again unless the page shows the first one failed.",
-            tool, element.role, element.name, flag.reason
+        &texts::repeated_submission(
+            tool,
+            &texts::element(&element.role, &element.name),
+            flag.reason,
         ),
     ))
 }

@@ -48,6 +48,7 @@ pub mod projection;
 pub mod receipt;
 pub mod refs;
 pub mod session;
+pub mod texts;
 pub mod tools;
 pub mod transcript;
 pub mod urlnorm;

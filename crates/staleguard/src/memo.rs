@@ -11,7 +11,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
-use crate::session::Reading;
+use crate::session::{Depth, Reading};
 
 /// The default bound: 256 MiB of derived data, about the readings of 80 MB of results.
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
@@ -62,7 +62,7 @@ impl Memo {
 
     /// The reading of `text`, whose [`xxh3_128`](xxhash_rust::xxh3::xxh3_128) is `key`:
     /// the one kept, or a new one, kept from now on.
-    pub fn reading(&self, key: u128, text: &str) -> Arc<Reading> {
+    pub fn reading(&self, key: u128, text: &str, depth: Depth) -> Arc<Reading> {
         if let Some(found) = self.cache.get(&key) {
             // 128 bits make a collision unlikely; the length check makes a wrong hit on
             // text of another size impossible.
@@ -70,7 +70,7 @@ impl Memo {
                 return found;
             }
         }
-        let reading = Arc::new(Reading::new(text));
+        let reading = Arc::new(depth.read(text));
         // A reading larger than the whole memo is used once and not kept.
         if weight_of(text.len()) <= self.max_bytes as u64 {
             self.cache.insert(key, reading.clone());

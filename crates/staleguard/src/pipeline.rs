@@ -13,7 +13,7 @@ use crate::guard::{self, Verdict};
 use crate::memo::Memo;
 use crate::progress::{self, Progress, Tracker};
 use crate::projection::{self, Edit, Plan};
-use crate::session::Session;
+use crate::session::{Depth, Session};
 use crate::tools::BrowserTools;
 
 /// What a projection may use beyond the request and the config.
@@ -99,7 +99,10 @@ pub fn project(
 ) -> Result<Projection, Error> {
     let (request, format, format_reason) = read_request(body, format)?;
     let tools = BrowserTools::new(&config.browser_tools);
-    let session = Session::build(request.transcript(), &tools, options.memo);
+    // Progress, evidence and the guard read trees: then read them with the headers.
+    let reads_trees = config.progress_enabled() || config.evidence_enabled() || options.verdicts;
+    let depth = if reads_trees { Depth::Full } else { Depth::Header };
+    let session = Session::read(request.transcript(), &tools, options.memo, depth);
     let mut report = projection::plan(
         &session,
         config.browser_history_compaction,

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::appendix::GUIDANCE_HEADER;
+use crate::config::Config;
 use crate::fingerprint::{self, Fingerprint, Node};
 use crate::observation::aria::ref_hash;
 use crate::observation::TreeKind;
-use crate::config::Config;
 use crate::session::{Event, Header, Reading, Session, TreeParts};
+use crate::texts;
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
 
@@ -20,6 +20,10 @@ pub struct Element {
     pub role: String,
     pub name: String,
 }
+
+/// Refs of a page and what they name. Hashed with xxh3: the guard and the MCP scope look up
+/// every ref of every result.
+pub type RefMap = HashMap<String, Element, xxhash_rust::xxh3::Xxh3DefaultBuilder>;
 
 /// What a browser result told about the page.
 enum Applied {
@@ -44,7 +48,7 @@ pub struct Page {
     flat: Vec<String>,
     /// Every ref of the page and what it names (shared with the history until it changes).
     /// Kept only when refs are tracked ([`Tracker::new`]).
-    pub refs: Arc<HashMap<String, Element>>,
+    pub refs: Arc<RefMap>,
     /// The page shows a confirmation (order placed, booking confirmed).
     pub confirms: bool,
     /// Some observation has been seen.
@@ -112,7 +116,13 @@ impl Page {
         }
     }
 
-    fn apply_observation(&mut self, header: &Header, tree: &TreeParts, text: &str, with_refs: bool) {
+    fn apply_observation(
+        &mut self,
+        header: &Header,
+        tree: &TreeParts,
+        text: &str,
+        with_refs: bool,
+    ) {
         let diff = self.take_page(header, tree);
         if !with_refs {
             return;
@@ -121,6 +131,7 @@ impl Page {
             self.refs = Arc::default();
         }
         let refs = Arc::make_mut(&mut self.refs);
+        refs.reserve(tree.refs.len());
         for r in &tree.refs {
             let id = r.id.get(text);
             let (role, name) = (r.role.get(text), r.name.get(text));
@@ -264,7 +275,7 @@ pub struct Seen {
     /// The short observation ID receipts show.
     pub id: String,
     pub url: String,
-    pub refs: Arc<HashMap<String, Element>>,
+    pub refs: Arc<RefMap>,
 }
 
 /// The session as the browser results so far describe it: the page, the no-progress
@@ -319,7 +330,9 @@ impl Tracker {
                     on_call(&self, call.item, call.tool, call.arguments);
                     self.call(call.item, call.tool, call.arguments);
                 }
-                Event::Result(step) => self.result(step.item, step.text, &step.reading, step.failed),
+                Event::Result(step) => {
+                    self.result(step.item, step.text, &step.reading, step.failed)
+                }
             }
         }
         self
@@ -365,9 +378,9 @@ impl Tracker {
             .rev()
             .find(|s| s.tool == tool && &s.element == element)?;
         let reason = if earlier.fingerprint == self.current {
-            "the page is unchanged since the same action"
+            texts::SUBMISSION_ON_UNCHANGED_PAGE
         } else if earlier.confirmed {
-            "a page confirmed the earlier submission"
+            texts::SUBMISSION_ALREADY_CONFIRMED
         } else {
             return None;
         };
@@ -448,13 +461,19 @@ impl Tracker {
 /// The no-progress steps of a transcript's browser results.
 pub fn steps(transcript: &Transcript<'_>, config: &Config) -> Progress {
     let tools = BrowserTools::new(&config.browser_tools);
-    steps_in(&Session::build(transcript, &tools, None), config.max_repeats)
+    steps_in(
+        &Session::build(transcript, &tools, None),
+        config.max_repeats,
+    )
 }
 
 /// Progress over a whole transcript, repeated submissions included.
 pub fn track(transcript: &Transcript<'_>, config: &Config) -> Progress {
     let tools = BrowserTools::new(&config.browser_tools);
-    track_in(&Session::build(transcript, &tools, None), config.max_repeats)
+    track_in(
+        &Session::build(transcript, &tools, None),
+        config.max_repeats,
+    )
 }
 
 /// The no-progress steps of a session: what [`track_in`] gives, without refs, history or
@@ -474,16 +493,10 @@ pub fn track_in(session: &Session<'_>, max_repeats: u32) -> Progress {
 
 /// The guidance that goes with a refused repeated submission.
 pub fn submission_guidance() -> String {
-    format!(
-        "{GUIDANCE_HEADER} This submission was already made, and the page does not show that it failed. Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
-    )
+    texts::submission_guidance()
 }
 
 /// The guidance appended to the newest browser result when the session is stalled.
 pub fn guidance(step: &Step) -> String {
-    format!(
-        "{GUIDANCE_HEADER} The observed page has not changed for {} browser steps (page fingerprint {}). Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete).",
-        step.no_progress,
-        step.fingerprint.short()
-    )
+    texts::stalled_guidance(step.no_progress, &step.fingerprint.short())
 }

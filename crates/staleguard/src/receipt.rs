@@ -12,16 +12,12 @@ use memchr::memmem::Finder;
 use crate::failure::{is_verification_line, line_at};
 use crate::refs::neutralise;
 use crate::session::Header;
+use crate::texts::{self, CUT_MARKER};
 
-/// Every receipt starts with this tag, at the start of the result text.
-pub const RECEIPT_TAG: &str = "[staleguard receipt]";
-
-/// The fixed stale notice that follows every receipt.
-pub const STALE_NOTICE: &str = "[staleguard] This browser observation is omitted from this request. Its refs are stale and not actionable. The newest browser observation holds the current controls.";
+pub use crate::texts::{RECEIPT_TAG, STALE_NOTICE};
 
 const MAX_VERIFICATION_LINES: usize = 8;
 const MAX_VERIFICATION_BYTES: usize = 1024;
-const CUT_MARKER: &str = " …[receipt cut]… ";
 
 /// A short observation ID: 8 hex digits of a hash of the result text. It names the
 /// observation itself, so it stays the same when the transcript grows or is trimmed.
@@ -177,9 +173,7 @@ pub fn verification_lines(original: &str) -> Vec<String> {
         }
     }
     if omitted > 0 {
-        kept.push(format!(
-            "[staleguard] {omitted} more verification line(s) omitted."
-        ));
+        kept.push(texts::verification_lines_omitted(omitted));
     }
     kept
 }
@@ -204,8 +198,8 @@ pub fn is_collapsed(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::refs::has_ref_token;
     use crate::observation::TreeKind;
+    use crate::refs::has_ref_token;
 
     fn obs(title: &str) -> Header {
         Header {
@@ -214,7 +208,9 @@ mod tests {
             url: Some("http://127.0.0.1:8431/order/confirm.html".into()),
             title: Some(title.to_string()),
             tabs: Vec::new(),
-            action: Some("await page.getByRole('button', { name: 'Review order' }).click();".into()),
+            action: Some(
+                "await page.getByRole('button', { name: 'Review order' }).click();".into(),
+            ),
             refs: 0,
             images: 0,
         }

@@ -153,7 +153,12 @@ pub struct TreeParts {
 impl TreeParts {
     fn read(text: &str) -> TreeParts {
         count(&TREE_PARSES);
-        let Some(obs) = observation::parse(text) else {
+        TreeParts::of(text, observation::parse(text))
+    }
+
+    /// The parts of `text`, given its full parse.
+    fn of<'a>(text: &'a str, parsed: Option<Observation<'a>>) -> TreeParts {
+        let Some(obs) = parsed else {
             return TreeParts {
                 read_backs: observation::ankita::read_back(text)
                     .into_iter()
@@ -265,8 +270,23 @@ impl Reading {
     /// Reads `text` at header depth; tree parts wait for their first use.
     pub fn new(text: &str) -> Reading {
         count(&DETECTIONS);
-        let failed = is_failed(text);
         let header = observation::parse_header(text).map(|o| Header::of(&o));
+        Reading::with(text, header, OnceLock::new())
+    }
+
+    /// Reads `text` in full: for callers that will need its tree parts, one pass gives the
+    /// header and the tree.
+    pub fn full(text: &str) -> Reading {
+        count(&DETECTIONS);
+        count(&TREE_PARSES);
+        let parsed = observation::parse(text);
+        let header = parsed.as_ref().map(Header::of);
+        let tree = OnceLock::from(TreeParts::of(text, parsed));
+        Reading::with(text, header, tree)
+    }
+
+    fn with(text: &str, header: Option<Header>, tree: OnceLock<TreeParts>) -> Reading {
+        let failed = is_failed(text);
         let verification = match &header {
             Some(h) if !failed && h.is_observation() => receipt::verification_lines(text),
             _ => Vec::new(),
@@ -278,7 +298,7 @@ impl Reading {
             header,
             verification,
             bytes: text.len(),
-            tree: OnceLock::new(),
+            tree,
             words: OnceLock::new(),
         }
     }
@@ -301,6 +321,25 @@ impl Reading {
     /// True when the result carries actionable refs and did not fail by its text.
     pub fn is_observation(&self) -> bool {
         !self.failed && self.header.as_ref().is_some_and(Header::is_observation)
+    }
+}
+
+/// How far to read a result when it is first seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// The header only; the tree when first asked for.
+    Header,
+    /// Header and tree in one pass.
+    Full,
+}
+
+impl Depth {
+    /// A reading of `text` to this depth.
+    pub fn read(self, text: &str) -> Reading {
+        match self {
+            Depth::Header => Reading::new(text),
+            Depth::Full => Reading::full(text),
+        }
     }
 }
 
@@ -368,6 +407,17 @@ impl<'t> Session<'t> {
         tools: &BrowserTools,
         memo: Option<&Memo>,
     ) -> Session<'t> {
+        Session::read(transcript, tools, memo, Depth::Header)
+    }
+
+    /// [`build`](Self::build), reading every result to `depth`: [`Depth::Full`] when the
+    /// analyses will read trees, which saves a header pass over each.
+    pub fn read(
+        transcript: &'t Transcript<'_>,
+        tools: &BrowserTools,
+        memo: Option<&Memo>,
+        depth: Depth,
+    ) -> Session<'t> {
         let pairs = transcript.pair_calls();
         let mut known: HashMap<&str, bool> = HashMap::new();
         let mut is_browser = |name: &'t str| *known.entry(name).or_insert_with(|| tools.is_browser(name));
@@ -393,8 +443,8 @@ impl<'t> Session<'t> {
                     let reading = local
                         .entry(key)
                         .or_insert_with(|| match memo {
-                            Some(memo) => memo.reading(key, text),
-                            None => Arc::new(Reading::new(text)),
+                            Some(memo) => memo.reading(key, text, depth),
+                            None => Arc::new(depth.read(text)),
                         })
                         .clone();
                     session.steps.push(Step {

@@ -66,6 +66,10 @@ pub struct TreeStats {
 /// Parses every line of `tree` and appends its refs, controls and chunks to `obs`.
 pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
     let mut stats = TreeStats::default();
+    // Nearly every line is a node with a ref: size once instead of growing MBs of parts.
+    let count = memchr::memchr_iter(b'\n', tree.as_bytes()).count() + 1;
+    obs.nodes.reserve(count);
+    obs.refs.reserve(count);
     for line in lines(tree) {
         parse_line(line.text, obs, &mut stats);
     }
@@ -803,36 +807,77 @@ impl Attrs {
 }
 
 /// Hash of a node's canonical form. Each part is length-prefixed, so no two forms collide
-/// by shifting bytes between parts.
+/// by shifting bytes between parts. The parts go into one buffer hashed at once: a
+/// streaming hasher costs more to set up than a node line costs to hash.
 fn node_hash(src: &str, role: &str, name: Option<&str>, attrs: &mut Attrs, after: &str) -> u128 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut part = |tag: u8, bytes: &[u8]| {
-        h.update(&[tag]);
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    part(b'r', role.as_bytes());
+    let mut canon = Canon::default();
+    canon.part(b'r', role.as_bytes());
     if let Some(name) = name {
-        part(b'n', name.as_bytes());
+        canon.part(b'n', name.as_bytes());
     }
     for attr in attrs.sorted(src) {
-        part(b'a', attr.as_bytes());
+        canon.part(b'a', attr.as_bytes());
     }
-    part(b'v', after.as_bytes());
-    h.digest128()
+    canon.part(b'v', after.as_bytes());
+    canon.hash()
+}
+
+/// The canonical bytes of a node: on the stack up to a typical line's length.
+struct Canon {
+    inline: [u8; 192],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Default for Canon {
+    fn default() -> Self {
+        Canon {
+            inline: [0; 192],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+}
+
+impl Canon {
+    fn part(&mut self, tag: u8, bytes: &[u8]) {
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes();
+        self.push(&[tag]);
+        self.push(&len);
+        self.push(bytes);
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.spill.is_empty() {
+            if let Some(slot) = self.inline.get_mut(self.len..self.len + bytes.len()) {
+                slot.copy_from_slice(bytes);
+                self.len += bytes.len();
+                return;
+            }
+            self.spill.extend_from_slice(&self.inline[..self.len]);
+        }
+        self.spill.extend_from_slice(bytes);
+    }
+
+    fn hash(&self) -> u128 {
+        if self.spill.is_empty() {
+            xxhash_rust::xxh3::xxh3_128(&self.inline[..self.len])
+        } else {
+            xxhash_rust::xxh3::xxh3_128(&self.spill)
+        }
+    }
 }
 
 impl Node {
     /// A line that is no node (prose, a property line such as `- /url: x`): its text counts.
     fn text(indent: u32, text: &str) -> Node {
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
-        h.update(b"t");
-        h.update(text.as_bytes());
+        let mut canon = Canon::default();
+        canon.part(b't', text.as_bytes());
         Node {
             indent,
             id: 0,
             unchanged: false,
-            hash: h.digest128(),
+            hash: canon.hash(),
         }
     }
 }

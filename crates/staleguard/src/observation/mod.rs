@@ -62,7 +62,7 @@ pub struct Control<'a> {
 /// One line of an aria tree in canonical form, as the fingerprint sees it: its depth and a
 /// hash of its role, name, state attributes and text. Refs, focus and cursor hints are not
 /// in the hash; the ref is kept apart, hashed, to merge incremental diffs onto their base.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Node {
     pub indent: u32,
     /// [`aria::ref_hash`] of the node's ref; 0 when it has none.
@@ -70,6 +70,18 @@ pub struct Node {
     /// `ref=eN [unchanged]`: the node stands for the base page's subtree at that ref.
     pub unchanged: bool,
     pub hash: u128,
+}
+
+impl std::fmt::Debug for Node {
+    /// One short line a node: snapshots of parsed trees stay readable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match (self.unchanged, self.id != 0) {
+            (true, _) => "unchanged",
+            (false, true) => "ref",
+            (false, false) => "-",
+        };
+        write!(f, "Node({} {kind} {:08x})", self.indent, (self.hash >> 96) as u32)
+    }
 }
 
 /// A parsed browser observation or page report.

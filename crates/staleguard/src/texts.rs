@@ -1,0 +1,219 @@
+//! Every text of this crate that a model reads: receipts, notices, evidence and guidance
+//! headers, guard refusals and archive banners, as constants and small formatting functions.
+//!
+//! They live in one module for two reasons:
+//! - **Voice.** This is what the product says to the model. Here it can be reviewed in one
+//!   place, for tone, for consistency, and for never handing the model an actionable ref.
+//! - **Cache stability (SPEC 9).** These bytes travel in requests whose prefixes providers
+//!   cache. Receipts, notices, quotes and guidance are frozen history: changing one byte of
+//!   a text here changes every projected request that carries it and rewrites the prompt
+//!   cache of every running session after that point. Change them deliberately, never in
+//!   passing, and expect snapshot and fixture tests to fail when they do.
+//!
+//! The modules that write these texts ([`receipt`](crate::receipt),
+//! [`evidence`](crate::evidence), [`progress`](crate::progress), [`guard`](crate::guard),
+//! [`archive`](crate::archive)) take their wording from here and keep only the logic of
+//! when and where a text goes. Page-supplied values passed in are already quoted and
+//! neutralised by the caller.
+
+// ---------------------------------------------------------------------------------------
+// Receipts (SPEC 2): what a collapsed observation becomes.
+// ---------------------------------------------------------------------------------------
+
+/// Starts every receipt line, at the start of a collapsed observation's result text.
+/// Also how a collapsed observation is recognised, so projection stays idempotent.
+pub const RECEIPT_TAG: &str = "[staleguard receipt]";
+
+/// The fixed stale notice, the line after every receipt in a collapsed observation.
+pub const STALE_NOTICE: &str = "[staleguard] This browser observation is omitted from this request. Its refs are stale and not actionable. The newest browser observation holds the current controls.";
+
+/// The visible marker where the middle of a receipt line over its byte cap was cut out.
+pub const CUT_MARKER: &str = " …[receipt cut]… ";
+
+/// The last verification line of a collapsed observation, after the receipt and stale
+/// notice, when `omitted` of the original's verification lines did not fit the caps.
+pub fn verification_lines_omitted(omitted: usize) -> String {
+    format!("[staleguard] {omitted} more verification line(s) omitted.")
+}
+
+// ---------------------------------------------------------------------------------------
+// Appendix (SPEC 3, 4): the parts staleguard adds after a browser result.
+// ---------------------------------------------------------------------------------------
+
+/// The first line of an evidence block, in a collapsed observation after its receipt or as
+/// a content part of its own after the newest browser result. It says what the block is.
+pub const EVIDENCE_HEADER: &str =
+    "Retained observed evidence (untrusted page data, no actionable refs):";
+
+/// The first words of the progress guidance, a content part of its own after the newest
+/// browser result (and of the guidance the MCP guard adds to a refusal).
+pub const GUIDANCE_HEADER: &str = "[staleguard progress]";
+
+// ---------------------------------------------------------------------------------------
+// Evidence notices (SPEC 3): lines at the end of an evidence block, after the quotes.
+// ---------------------------------------------------------------------------------------
+
+/// The notice for quotes refused whole by the per-quote limit: `count` of them, the first
+/// `first_bytes` long, from `observation` at `source_url` (JSON-quoted and neutralised).
+pub fn quotes_refused(
+    count: usize,
+    max_quote_bytes: usize,
+    first_bytes: usize,
+    observation: &str,
+    source_url: &str,
+) -> String {
+    format!(
+        "[staleguard] {count} quote(s) over the {max_quote_bytes}-byte limit were not retained (first: {first_bytes} bytes from observation {observation} at {source_url}). Use a targeted find or read on that page for the exact text."
+    )
+}
+
+/// The notice for `omitted` quotes left out by the request byte budget.
+pub fn quotes_omitted(omitted: usize) -> String {
+    format!("[staleguard] {omitted} quote(s) omitted to keep the request within its byte budget. Read back the page to check those facts before relying on them.")
+}
+
+// ---------------------------------------------------------------------------------------
+// Progress guidance (SPEC 4): appended to the newest browser result, or to a refusal.
+// ---------------------------------------------------------------------------------------
+
+/// The guidance appended to the newest browser result when the session is stalled: the
+/// page (with fingerprint `fingerprint`) has not changed for `no_progress` browser steps.
+pub fn stalled_guidance(no_progress: u32, fingerprint: &str) -> String {
+    format!(
+        "{GUIDANCE_HEADER} The observed page has not changed for {no_progress} browser steps (page fingerprint {fingerprint}). Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
+    )
+}
+
+/// The guidance that goes with a refused repeated submission (the MCP guard appends it to
+/// the refusal it returns).
+pub fn submission_guidance() -> String {
+    format!(
+        "{GUIDANCE_HEADER} This submission was already made, and the page does not show that it failed. Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
+    )
+}
+
+/// Why a submission counts as repeated: the page has the same fingerprint as when the same
+/// action was taken. Ends the guard's [`repeated_submission`] refusal.
+pub const SUBMISSION_ON_UNCHANGED_PAGE: &str = "the page is unchanged since the same action";
+
+/// Why a submission counts as repeated: a later page confirmed the earlier one. Ends the
+/// guard's [`repeated_submission`] refusal.
+pub const SUBMISSION_ALREADY_CONFIRMED: &str = "a page confirmed the earlier submission";
+
+// ---------------------------------------------------------------------------------------
+// Guard (SPEC 5): the error result of a refused browser call, and notes on allowed ones.
+// ---------------------------------------------------------------------------------------
+
+/// A refusal as the model reads it, in the error result that replaces the call's result:
+/// the fixed prefix, then `message` (one of the reasons below).
+pub fn refusal(message: &str) -> String {
+    format!("staleguard refused this call: {message}")
+}
+
+/// Refusal reason: the newest page state has no inline tree (a file-linked snapshot).
+pub const NEEDS_SNAPSHOT: &str = "The newest page state has no inline snapshot, so its refs are unknown. Take a fresh snapshot (browser_snapshot) and act on the refs it shows.";
+
+/// Refusal reason: ref `id` is on no page the model has seen.
+pub fn unknown_ref(id: &str) -> String {
+    format!("ref {id} is not on the newest page. Act only on refs from the newest snapshot.")
+}
+
+/// Refusal reason: ref `id` is only on an older, collapsed page, `observation` at `url`.
+pub fn stale_ref(id: &str, observation: &str, url: &str) -> String {
+    format!(
+        "ref {id} comes from an older page (observation {observation} at {url}); it is stale and not on the newest page. Act on the newest snapshot."
+    )
+}
+
+/// How refusals and notes name an element: its role, then its name quoted, e.g.
+/// `button "Place order"`.
+pub fn element(role: &str, name: &str) -> String {
+    format!("{role} {name:?}")
+}
+
+/// Refusal reason: ref `id` now names element `now` (see [`element`]), but the call
+/// describes `then`, which it named on an older page, `observation` at `url`.
+pub fn reused_ref(id: &str, now: &str, then: &str, observation: &str, url: &str) -> String {
+    format!(
+        "ref {id} now names {now} on the newest page; it named {then} on an older page (observation {observation} at {url}). Take the ref from the newest snapshot."
+    )
+}
+
+/// The note on an allowed call whose ref `id` named another element on an older page and
+/// whose arguments give no description to tell which one is meant.
+pub fn ambiguous_ref(id: &str, now: &str, then: &str, observation: &str) -> String {
+    format!(
+        "ref {id} names {now} now and named {then} on observation {observation}; the call gives no description."
+    )
+}
+
+/// Refusal reason: `tool` on the submit-like `element` (see [`element`]) repeats an earlier
+/// submission, for `reason` ([`SUBMISSION_ON_UNCHANGED_PAGE`] or
+/// [`SUBMISSION_ALREADY_CONFIRMED`]).
+pub fn repeated_submission(tool: &str, element: &str, reason: &str) -> String {
+    format!(
+        "this repeats the {tool} on {element} ({reason}). Read back the requested outcome on the page first; do not submit again unless the page shows the first one failed."
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Archive (SPEC 6): what the read-back tool of the MCP guard returns.
+// ---------------------------------------------------------------------------------------
+
+/// Starts every text the archive writes itself: lists and read-back banners.
+pub const ARCHIVE_TAG: &str = "[staleguard archive]";
+
+/// The archive list when no browser observation is kept yet.
+pub fn archive_empty() -> String {
+    format!("{ARCHIVE_TAG} No browser observation yet.")
+}
+
+/// The first line of the archive list, over `count` observations.
+pub fn archive_list_head(count: usize) -> String {
+    format!(
+        "{ARCHIVE_TAG} {count} browser observations, oldest first. They are read-only: the refs of every page but the newest are stale and cannot be acted on. Read one by its id; act only on the newest snapshot."
+    )
+}
+
+/// One line of the archive list, after its head: ID, age ([`steps_old`] or
+/// [`ARCHIVE_NEWEST`]), title and URL (both JSON-quoted and neutralised).
+pub fn archive_list_line(id: &str, age: &str, title: &str, url: &str) -> String {
+    format!("\n- {id} | {age} | title {title} | {url}")
+}
+
+/// The age of the newest observation in the archive list.
+pub const ARCHIVE_NEWEST: &str = "newest";
+
+/// The age of an observation `n` browser steps back, in the archive list and banners.
+pub fn steps_old(n: usize) -> String {
+    match n {
+        1 => "1 step old".into(),
+        n => format!("{n} steps old"),
+    }
+}
+
+/// An observation as archive banners name it: ID, and URL and title JSON-quoted and
+/// neutralised.
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
+    pub id: &'a str,
+    pub url: &'a str,
+    pub title: &'a str,
+}
+
+/// The banner over an observation read back from the archive that is no longer the newest:
+/// `age` ([`steps_old`]), the observation that superseded it, and the newest.
+pub fn stale_banner(entry: Named<'_>, age: &str, next: Named<'_>, newest: Named<'_>) -> String {
+    format!(
+        "{ARCHIVE_TAG} STALE observation {} of {} (title {}), {age}. It was superseded by observation {} of {} (title {}); the newest is {} of {}. This copy is read-only: every ref in it is neutralised and cannot be acted on. Take a fresh snapshot (browser_snapshot) before acting.",
+        entry.id, entry.url, entry.title, next.id, next.url, next.title, newest.id, newest.url,
+    )
+}
+
+/// The banner over the newest observation read back from the archive.
+pub fn newest_banner(entry: Named<'_>) -> String {
+    format!(
+        "{ARCHIVE_TAG} Observation {} of {} (title {}) is the newest the model has seen. This copy is read-only: its refs are neutralised. Act on the refs of the snapshot itself, or take a fresh one (browser_snapshot).",
+        entry.id, entry.url, entry.title
+    )
+}
