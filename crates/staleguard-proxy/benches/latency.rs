@@ -47,6 +47,75 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The body of turn `round`: the session with its newest browser result made new, as the
+/// next turn of an agent brings one new result and repeats the rest.
+fn turn(body: &str, round: usize) -> String {
+    let mut v: Value = serde_json::from_str(body).expect("JSON");
+    let messages = v["messages"].as_array_mut().expect("messages");
+    if let Some(last) = messages.iter_mut().rev().find(|m| m["role"] == "tool") {
+        let text = last["content"].as_str().unwrap_or("").to_string();
+        last["content"] = format!("{text}\n- text: turn {round}").into();
+    }
+    v.to_string()
+}
+
+/// A proxy in front of `upstream` with a memo of `memo_bytes` (0: off).
+async fn proxy(upstream: std::net::SocketAddr, memo_bytes: usize) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let settings = Settings {
+        routes: Routes(vec![
+            Route::everything(&format!("http://{upstream}")).expect("route")
+        ]),
+        fail_closed: false,
+        max_body_bytes: 64 << 20,
+        upstream_timeout: Duration::from_secs(30),
+        memo_bytes,
+        staleguard: Config {
+            browser_history_compaction: true,
+            evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),
+            progress_tracking: std::env::var("PROGRESS").ok().map(|v| v == "on"),
+            ..Config::default()
+        },
+    };
+    tokio::spawn(staleguard_proxy::serve(
+        settings,
+        listener,
+        std::future::pending(),
+    ));
+    addr
+}
+
+async fn send(client: &reqwest::Client, addr: std::net::SocketAddr, body: String) -> Duration {
+    let t = Instant::now();
+    let r = client
+        .post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("send");
+    let _ = r.bytes().await.expect("body");
+    t.elapsed()
+}
+
+/// Requests per second with `n` concurrent clients sending `body`.
+async fn throughput(client: &reqwest::Client, addr: std::net::SocketAddr, body: &str, n: usize) -> f64 {
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (client, body) = (client.clone(), body.to_string());
+            tokio::spawn(async move { send(&client, addr, body).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let upstream = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -57,83 +126,49 @@ async fn main() {
         format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"received {} bytes"}},"finish_reason":"stop"}}]}}"#, body.len())
     });
     tokio::spawn(async move { axum::serve(upstream, scripted).await });
-    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let proxy_addr = proxy.local_addr().expect("addr");
-    let settings = Settings {
-        routes: Routes(vec![
-            Route::everything(&format!("http://{up_addr}")).expect("route")
-        ]),
-        fail_closed: false,
-        max_body_bytes: 64 << 20,
-        upstream_timeout: Duration::from_secs(30),
-        memo_bytes: std::env::var("MEMO_BYTES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(staleguard::memo::DEFAULT_MEMO_BYTES),
-        staleguard: Config {
-            browser_history_compaction: true,
-            evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),
-            progress_tracking: std::env::var("PROGRESS").ok().map(|v| v == "on"),
-            ..Config::default()
-        },
-    };
-    tokio::spawn(staleguard_proxy::serve(
-        settings,
-        proxy,
-        std::future::pending(),
-    ));
+    let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES).await;
+    let cold = proxy(up_addr, 0).await;
     let body = request();
     let client = reqwest::Client::new();
-    let send = |addr: std::net::SocketAddr| {
-        let (client, body) = (client.clone(), body.clone());
-        async move {
-            let t = Instant::now();
-            let r = client
-                .post(format!("http://{addr}/v1/chat/completions"))
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await
-                .expect("send");
-            let _ = r.bytes().await.expect("body");
-            t.elapsed()
-        }
-    };
-    for _ in 0..10 {
-        send(up_addr).await;
-        send(proxy_addr).await;
+    for i in 0..10 {
+        send(&client, up_addr, turn(&body, i)).await;
+        send(&client, warm, turn(&body, i)).await;
+        send(&client, cold, turn(&body, i)).await;
     }
-    let (mut direct, mut proxied) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        direct.push(send(up_addr).await);
-        proxied.push(send(proxy_addr).await);
+    let (mut direct, mut warmed, mut colds) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 10..10 + ROUNDS {
+        // Each turn brings one result the warm proxy has not seen.
+        let next = turn(&body, round);
+        direct.push(send(&client, up_addr, next.clone()).await);
+        warmed.push(send(&client, warm, next.clone()).await);
+        colds.push(send(&client, cold, next).await);
     }
-    direct.sort();
-    proxied.sort();
+    for list in [&mut direct, &mut warmed, &mut colds] {
+        list.sort();
+    }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{} byte request, {ROUNDS} rounds, direct and through the proxy interleaved:",
+        "{} byte request, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm) and with the memo off (cold), interleaved:",
         body.len()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
-        let (d, x) = (percentile(&direct, p), percentile(&proxied, p));
+        let d = percentile(&direct, p);
+        let (w, c) = (percentile(&warmed, p), percentile(&colds, p));
         println!(
-            "  {name}: direct {:.2} ms, proxy {:.2} ms, added {:.2} ms",
+            "  {name}: direct {:.2} ms; warm {:.2} ms (added {:.2} ms); cold {:.2} ms (added {:.2} ms)",
             ms(d),
-            ms(x),
-            ms(x) - ms(d)
+            ms(w),
+            ms(w) - ms(d),
+            ms(c),
+            ms(c) - ms(d)
         );
     }
-    let t = Instant::now();
     let n = 100;
-    let tasks: Vec<_> = (0..n).map(|_| tokio::spawn(send(proxy_addr))).collect();
-    for task in tasks {
-        task.await.expect("task");
-    }
+    let last = turn(&body, 0);
+    let rps_direct = throughput(&client, up_addr, &last, n).await;
+    let rps_warm = throughput(&client, warm, &last, n).await;
+    let rps_cold = throughput(&client, cold, &last, n).await;
     println!(
-        "  throughput: {:.0} requests/s through the proxy ({n} concurrent 1 MB requests)",
-        n as f64 / t.elapsed().as_secs_f64()
+        "  throughput, {n} concurrent 1 MB requests: direct {rps_direct:.0}/s, warm {rps_warm:.0}/s, cold {rps_cold:.0}/s"
     );
 }

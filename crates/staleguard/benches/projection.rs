@@ -97,6 +97,19 @@ fn project_full(body: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// The whole pipeline with a memo that has seen the request before (the proxy on the next
+/// turn of a session).
+fn project_warm(body: &str) -> usize {
+    static MEMO: std::sync::OnceLock<staleguard::Memo> = std::sync::OnceLock::new();
+    let options = staleguard::Options {
+        memo: Some(MEMO.get_or_init(staleguard::Memo::default)),
+        ..staleguard::Options::default()
+    };
+    staleguard::project(body, RequestFormat::OpenAiChat, &config_full(), options)
+        .map(|p| p.body.len())
+        .unwrap_or(0)
+}
+
 fn validate(body: &str) -> usize {
     serde_json::from_str::<serde::de::IgnoredAny>(body)
         .map(|_| body.len())
@@ -135,9 +148,16 @@ fn bench(c: &mut Criterion) {
 }
 
 /// Median seconds of each function, measured interleaved in one run.
-fn side_by_side(body: &str, rounds: usize) -> [f64; 5] {
-    let fns: [fn(&str) -> usize; 5] = [project, validate, value_round_trip, copy, project_full];
-    let mut samples: [Vec<f64>; 5] = Default::default();
+fn side_by_side(body: &str, rounds: usize) -> [f64; 6] {
+    let fns: [fn(&str) -> usize; 6] = [
+        project,
+        validate,
+        value_round_trip,
+        copy,
+        project_full,
+        project_warm,
+    ];
+    let mut samples: [Vec<f64>; 6] = Default::default();
     for _ in 0..rounds {
         for (f, s) in fns.iter().zip(samples.iter_mut()) {
             let t = Instant::now();
@@ -155,7 +175,7 @@ fn ratios() {
     let body = build_request();
     let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
     let results = projected.report.results.len();
-    let [p, v, r, c, full] = side_by_side(&body, 31);
+    let [p, v, r, c, full, warm] = side_by_side(&body, 31);
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
         body.len(), projected.report.collapsed(), body.len(), projected.body.len());
     println!("  project          {:>8.2} ms", p * 1e3);
@@ -180,6 +200,12 @@ fn ratios() {
         full / v,
         full / r
     );
+    println!(
+        "  the same, memo warm         {:>8.2} ms   / validate = {:.2}   / Value = {:.2}",
+        warm * 1e3,
+        warm / v,
+        warm / r
+    );
 }
 
 fn dump(dir: &Path) {
@@ -201,6 +227,12 @@ fn main() {
     // `--profile-project` runs only projection, for a profiler.
     if std::env::args().any(|a| a == "--profile-project") {
         let body = build_request();
+        if std::env::args().any(|a| a == "--warm") {
+            for _ in 0..20 {
+                black_box(project_warm(&body));
+            }
+            return;
+        }
         let full = std::env::args().any(|a| a == "--full");
         // `--evidence-only`: the projection with evidence and without progress.
         if std::env::args().any(|a| a == "--evidence-only") {

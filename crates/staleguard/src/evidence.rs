@@ -367,24 +367,49 @@ fn spread_to_neighbours(unique: &[(usize, Chunk<'_>)], scores: &mut [u32]) {
 struct Unique<'t> {
     index: HashMap<(Arc<str>, &'t str), usize, Fast>,
     chunks: Vec<(usize, Chunk<'t>)>,
+    /// The entries of each reading's chunks, in order: a page that recurs (the same text,
+    /// so the same reading) updates them without hashing its text again.
+    by_reading: HashMap<usize, Vec<usize>>,
 }
 
 impl<'t> Unique<'t> {
-    fn add(&mut self, chunk: Chunk<'t>) {
-        match self.index.get(&(chunk.key.clone(), chunk.text)) {
-            Some(&i) => {
-                let (oldest, newest) = &mut self.chunks[i];
-                *oldest = (*oldest).min(chunk.position);
-                if chunk.position >= newest.position {
-                    *newest = chunk;
+    fn add_step(&mut self, step: &'t Step<'t>) {
+        let reading = Arc::as_ptr(&step.reading) as usize;
+        if let Some(entries) = self.by_reading.get(&reading) {
+            for (chunk, &i) in chunks_of(step).zip(entries) {
+                if let Some(entry) = self.chunks.get_mut(i) {
+                    update(entry, chunk);
                 }
             }
+            return;
+        }
+        let entries = chunks_of(step).map(|c| self.add(c)).collect();
+        self.by_reading.insert(reading, entries);
+    }
+
+    fn add(&mut self, chunk: Chunk<'t>) -> usize {
+        match self.index.get(&(chunk.key.clone(), chunk.text)) {
+            Some(&i) => {
+                if let Some(entry) = self.chunks.get_mut(i) {
+                    update(entry, chunk);
+                }
+                i
+            }
             None => {
-                self.index
-                    .insert((chunk.key.clone(), chunk.text), self.chunks.len());
+                let i = self.chunks.len();
+                self.index.insert((chunk.key.clone(), chunk.text), i);
                 self.chunks.push((chunk.position, chunk));
+                i
             }
         }
+    }
+}
+
+/// Another copy of an entry's chunk: the oldest position stays, the newest chunk wins.
+fn update<'t>((oldest, newest): &mut (usize, Chunk<'t>), chunk: Chunk<'t>) {
+    *oldest = (*oldest).min(chunk.position);
+    if chunk.position >= newest.position {
+        *newest = chunk;
     }
 }
 
@@ -576,7 +601,7 @@ pub fn gather<'t>(
         }
         g.sources.push(step);
         match r.status {
-            Status::Collapsed => chunks_of(step).for_each(|c| unique.add(c)),
+            Status::Collapsed => unique.add_step(step),
             Status::Live => g.live.extend(chunks_of(step)),
             _ => {}
         }
