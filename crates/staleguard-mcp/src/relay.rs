@@ -472,7 +472,10 @@ impl Relay {
         if let Some(doc) = self.document_at(step) {
             let page = &self.session.page;
             if self.options.guard && self.options.namespace_refs {
-                changed |= scope_result(result, doc, |id| page.refs.contains_key(id));
+                changed |= match scope_at_refs(result, doc, &reading, &text) {
+                    Some(scoped) => scoped,
+                    None => scope_result(result, doc, |id| page.refs.contains_key(id)),
+                };
             }
         }
         if self.options.guard {
@@ -548,6 +551,49 @@ pub fn result_text(result: &Value) -> String {
         .filter_map(|p| p.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Scopes the refs of a result whose content is one text part at the places where the tree
+/// parser found them: no search, and page text that merely looks like a ref stays as it is.
+/// `None` when the content has other shapes (then [`scope_result`] scans for ref tokens).
+fn scope_at_refs(result: &mut Value, doc: u32, reading: &Reading, text: &str) -> Option<bool> {
+    let parts = result.get_mut("content").and_then(Value::as_array_mut)?;
+    let mut texts = parts
+        .iter_mut()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"));
+    let (Some(part), None) = (texts.next(), texts.next()) else {
+        return None;
+    };
+    let Some(Value::String(own)) = part.get_mut("text") else {
+        return None;
+    };
+    // The reading's pieces are places in `text`, which is this part's text.
+    if own.as_str() != text {
+        return None;
+    }
+    let starts: Vec<usize> = reading
+        .tree(text)
+        .refs
+        .iter()
+        .filter_map(|r| match r.id {
+            staleguard::session::Piece::At(start, _) => Some(start),
+            staleguard::session::Piece::Own(_) => None,
+        })
+        .collect();
+    if starts.is_empty() || !starts.windows(2).all(|w| w[0] < w[1]) {
+        return None;
+    }
+    let prefix = format!("d{doc}");
+    let mut scoped = String::with_capacity(text.len() + starts.len() * prefix.len());
+    let mut done = 0;
+    for start in starts {
+        scoped.push_str(text.get(done..start)?);
+        scoped.push_str(&prefix);
+        done = start;
+    }
+    scoped.push_str(text.get(done..)?);
+    *own = scoped;
+    Some(true)
 }
 
 fn scope_result(result: &mut Value, doc: u32, is_ref: impl Fn(&str) -> bool) -> bool {

@@ -320,3 +320,22 @@ fn a_snapshot_never_answered_is_given_up() {
     );
     assert!(r.give_up_waiting().is_empty());
 }
+
+#[test]
+fn page_text_that_looks_like_a_ref_is_not_scoped() {
+    let mut r = relay();
+    let navigate = call(json!(1), "browser_navigate", json!({"url": "http://shop.test/"}));
+    assert_eq!(to_server(&r.from_client(&line(&navigate))).len(), 1);
+    let page = tree(
+        "http://shop.test/",
+        "- button \"Buy\" [ref=e1]\n- paragraph [ref=e2]: press [ref=e1] to buy",
+    );
+    let out = to_client(&r.from_server(&line(&result(json!(1), &page))));
+    let text = out[0]["result"]["content"][0]["text"].as_str().expect("text");
+    let button = text.lines().find(|l| l.contains("button")).expect("button");
+    let paragraph = text.lines().find(|l| l.contains("paragraph")).expect("paragraph");
+    assert!(button.contains("[ref=d") && button.ends_with("e1]"), "{button}");
+    assert!(paragraph.starts_with("- paragraph [ref=d"), "{paragraph}");
+    // The page's own words are page text: a ref token inside them names nothing.
+    assert!(paragraph.ends_with(": press [ref=e1] to buy"), "{paragraph}");
+}
