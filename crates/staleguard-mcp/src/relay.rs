@@ -495,7 +495,7 @@ impl Relay {
     /// archive.
     fn read(&self, text: &str) -> std::sync::Arc<Reading> {
         self.memo
-            .reading(xxhash_rust::xxh3::xxh3_128(text.as_bytes()), text, Depth::Full)
+            .reading(self.memo.key(text), text, Depth::Full)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.

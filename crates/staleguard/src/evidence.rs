@@ -215,32 +215,13 @@ pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Se
     selection
 }
 
-/// Hashes the maps of ranking: their keys are page text, read on every request.
-type Fast = xxhash_rust::xxh3::Xxh3DefaultBuilder;
+/// Hashes the maps of ranking. Their keys are page text, which a hostile page chooses: the
+/// hasher is keyed at random (no crafted collisions) and fast on short keys.
+type Fast = ahash::RandomState;
 
-/// Maps keyed by word hashes ([`word_hashes`]) take the key as its own hash.
-type Words = std::hash::BuildHasherDefault<WordHasher>;
-
-/// The hasher of [`Words`]: a word hash is already a hash.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used; anything else is folded in, so it is still a hash.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
+/// Maps keyed by word hashes ([`word_hashes`]): those are fixed-seed hashes of page text, so
+/// they are hashed again with a random key.
+type Words = ahash::RandomState;
 
 /// Checks an explicit item against the chunks the browser returned.
 fn ground<'t>(

@@ -36,6 +36,9 @@ impl Weighter<u128, Arc<Reading>> for ByBytes {
 pub struct Memo {
     cache: Cache<u128, Arc<Reading>, ByBytes>,
     max_bytes: usize,
+    /// Seeds the content hash: page text cannot be crafted to collide with another result's
+    /// without knowing it.
+    seed: u64,
 }
 
 impl std::fmt::Debug for Memo {
@@ -57,11 +60,17 @@ impl Memo {
         Memo {
             cache: Cache::with_weighter(items, max_bytes as u64, ByBytes),
             max_bytes,
+            seed: random_seed(),
         }
     }
 
-    /// The reading of `text`, whose [`xxh3_128`](xxhash_rust::xxh3::xxh3_128) is `key`:
-    /// the one kept, or a new one, kept from now on.
+    /// The key of `text` in this memo: a seeded 128-bit hash of its bytes.
+    pub fn key(&self, text: &str) -> u128 {
+        xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), self.seed)
+    }
+
+    /// The reading of `text`, whose [`key`](Self::key) is `key`: the one kept, or a new
+    /// one, kept from now on.
     pub fn reading(&self, key: u128, text: &str, depth: Depth) -> Arc<Reading> {
         if let Some(found) = self.cache.get(&key) {
             // 128 bits make a collision unlikely; the length check makes a wrong hit on
@@ -76,6 +85,11 @@ impl Memo {
             self.cache.insert(key, reading.clone());
         }
         reading
+    }
+
+    /// The seed of [`key`](Self::key).
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// Entries kept.
@@ -98,4 +112,10 @@ impl Default for Memo {
     fn default() -> Self {
         Memo::new(DEFAULT_MEMO_BYTES)
     }
+}
+
+/// A seed no page can know: drawn from the standard library's per-process random keys.
+pub(crate) fn random_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
 }

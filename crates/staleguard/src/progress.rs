@@ -21,9 +21,9 @@ pub struct Element {
     pub name: String,
 }
 
-/// Refs of a page and what they name. Hashed with xxh3: the guard and the MCP scope look up
-/// every ref of every result.
-pub type RefMap = HashMap<String, Element, xxhash_rust::xxh3::Xxh3DefaultBuilder>;
+/// Refs of a page and what they name. The guard looks up every ref of every call; ref ids
+/// come from the page's server, and the hasher is keyed at random all the same.
+pub type RefMap = HashMap<String, Element, ahash::RandomState>;
 
 /// What a browser result told about the page.
 enum Applied {

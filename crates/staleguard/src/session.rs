@@ -421,6 +421,7 @@ impl<'t> Session<'t> {
         let pairs = transcript.pair_calls();
         let mut known: HashMap<&str, bool> = HashMap::new();
         let mut is_browser = |name: &'t str| *known.entry(name).or_insert_with(|| tools.is_browser(name));
+        let seed = memo.map_or_else(crate::memo::random_seed, Memo::seed);
         let mut local: HashMap<u128, Arc<Reading>> = HashMap::new();
         let mut session = Session::default();
         for (item, entry) in transcript.items.iter().enumerate() {
@@ -439,7 +440,7 @@ impl<'t> Session<'t> {
                         continue;
                     }
                     let text: &str = &result.text;
-                    let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+                    let key = xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), seed);
                     let reading = local
                         .entry(key)
                         .or_insert_with(|| match memo {
