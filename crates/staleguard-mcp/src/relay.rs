@@ -17,6 +17,7 @@ use staleguard::tools::BrowserTools;
 use staleguard::Config;
 
 use crate::scope;
+use crate::McpConfig;
 use staleguard::archive::Archive;
 
 /// The tool the relay adds to the server's tools.
@@ -44,9 +45,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults of `staleguard mcp` under `config`'s `[mcp]` table.
-    pub fn from_config(config: Config) -> Self {
-        let mcp = config.mcp.clone();
+    /// The defaults of `staleguard mcp` with the core `config` and the `[mcp]` table
+    /// (`McpConfig::default()` for none).
+    pub fn new(config: Config, mcp: &McpConfig) -> Self {
         Options {
             guard: mcp.guard.unwrap_or(true),
             namespace_refs: mcp.namespace_refs.unwrap_or(true),
@@ -553,47 +554,52 @@ pub fn result_text(result: &Value) -> String {
         .join("\n")
 }
 
-/// Scopes the refs of a result whose content is one text part at the places where the tree
-/// parser found them: no search, and page text that merely looks like a ref stays as it is.
-/// `None` when the content has other shapes (then [`scope_result`] scans for ref tokens).
+/// Scopes the refs of a result at the places where the tree parser found them in its text
+/// (the text parts joined as [`result_text`] joins them): no search, and page text that
+/// merely looks like a ref stays as it is. `None` when the parts no longer add up to that
+/// text (then [`scope_result`] scans for ref tokens).
 fn scope_at_refs(result: &mut Value, doc: u32, reading: &Reading, text: &str) -> Option<bool> {
-    let parts = result.get_mut("content").and_then(Value::as_array_mut)?;
-    let mut texts = parts
-        .iter_mut()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"));
-    let (Some(part), None) = (texts.next(), texts.next()) else {
-        return None;
-    };
-    let Some(Value::String(own)) = part.get_mut("text") else {
-        return None;
-    };
-    // The reading's pieces are places in `text`, which is this part's text.
-    if own.as_str() != text {
-        return None;
-    }
-    let starts: Vec<usize> = reading
-        .tree(text)
-        .refs
-        .iter()
-        .filter_map(|r| match r.id {
-            staleguard::session::Piece::At(start, _) => Some(start),
-            staleguard::session::Piece::Own(_) => None,
-        })
-        .collect();
+    let mut starts = reading.tree(text).refs.iter().map(|r| match r.id {
+        staleguard::session::Piece::At(start, _) => Some(start),
+        staleguard::session::Piece::Own(_) => None,
+    });
+    let starts: Vec<usize> = starts.by_ref().collect::<Option<_>>()?;
     if starts.is_empty() || !starts.windows(2).all(|w| w[0] < w[1]) {
         return None;
     }
     let prefix = format!("d{doc}");
-    let mut scoped = String::with_capacity(text.len() + starts.len() * prefix.len());
-    let mut done = 0;
-    for start in starts {
-        scoped.push_str(text.get(done..start)?);
-        scoped.push_str(&prefix);
-        done = start;
+    let parts = result.get_mut("content").and_then(Value::as_array_mut)?;
+    let mut offset = 0;
+    let mut changed = false;
+    let mut next = starts.iter().copied().peekable();
+    for part in parts
+        .iter_mut()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+    {
+        let Some(Value::String(own)) = part.get_mut("text") else {
+            continue;
+        };
+        // The joined text holds this part at `offset`, then a line break.
+        if text.get(offset..offset + own.len()) != Some(own.as_str()) {
+            return None;
+        }
+        let end = offset + own.len();
+        let mut scoped = String::new();
+        let mut done = 0;
+        while let Some(start) = next.next_if(|&s| s < end) {
+            let at = start.checked_sub(offset)?;
+            scoped.push_str(own.get(done..at)?);
+            scoped.push_str(&prefix);
+            done = at;
+        }
+        if !scoped.is_empty() {
+            scoped.push_str(own.get(done..)?);
+            *own = scoped;
+            changed = true;
+        }
+        offset = end + 1;
     }
-    scoped.push_str(text.get(done..)?);
-    *own = scoped;
-    Some(true)
+    Some(changed)
 }
 
 fn scope_result(result: &mut Value, doc: u32, is_ref: impl Fn(&str) -> bool) -> bool {

@@ -3,10 +3,10 @@
 
 use serde_json::{json, Value};
 use staleguard::Config;
-use staleguard_mcp::{Options, Output, Relay};
+use staleguard_mcp::{McpConfig, Options, Output, Relay};
 
 fn relay() -> Relay {
-    Relay::new(Options::from_config(Config::default()))
+    Relay::new(Options::new(Config::default(), &McpConfig::default()))
 }
 
 fn line(v: &Value) -> Vec<u8> {
@@ -225,7 +225,7 @@ fn a_failed_fresh_snapshot_refuses_the_call() {
 
 #[test]
 fn memory_is_bounded() {
-    let mut options = Options::from_config(Config::default());
+    let mut options = Options::new(Config::default(), &McpConfig::default());
     options.max_observations = 3;
     let mut r = Relay::new(options);
     for i in 0..10 {
@@ -338,4 +338,24 @@ fn page_text_that_looks_like_a_ref_is_not_scoped() {
     assert!(paragraph.starts_with("- paragraph [ref=d"), "{paragraph}");
     // The page's own words are page text: a ref token inside them names nothing.
     assert!(paragraph.ends_with(": press [ref=e1] to buy"), "{paragraph}");
+}
+
+#[test]
+fn refs_are_scoped_in_whichever_text_part_holds_them() {
+    let mut r = relay();
+    let navigate = call(json!(1), "browser_navigate", json!({"url": "http://shop.test/"}));
+    r.from_client(&line(&navigate));
+    let page = tree("http://shop.test/", "- button \"Buy\" [ref=e1]");
+    let parts = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [
+        {"type": "text", "text": "Clicked [ref=e1] earlier"},
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "text", "text": page},
+    ]}});
+    let out = to_client(&r.from_server(&line(&parts)));
+    let content = &out[0]["result"]["content"];
+    assert_eq!(content[0]["text"], "Clicked [ref=e1] earlier", "not a tree: left alone");
+    assert_eq!(content[1]["data"], "AAAA");
+    let tree_text = content[2]["text"].as_str().expect("text");
+    assert!(tree_text.contains("- button \"Buy\" [ref=d"), "{tree_text}");
+    assert!(!tree_text.contains("[ref=e1]"), "{tree_text}");
 }
