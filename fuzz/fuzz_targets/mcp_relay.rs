@@ -2,10 +2,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use staleguard_mcp::{Options, Relay};
+use staleguard_mcp::{McpConfig, Options, Relay};
 
 fuzz_target!(|data: &[u8]| {
-    let mut relay = Relay::new(Options::from_config(staleguard::Config::default()));
+    let mut relay = Relay::new(Options::new(
+        staleguard::Config::default(),
+        &McpConfig::default(),
+    ));
     // The first byte of each line says which side sent it.
     for line in data.split(|b| *b == b'\n') {
         match line.split_first() {

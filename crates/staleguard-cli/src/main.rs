@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use staleguard::{
-    project, project_request_with, Config, EvidenceItem, Options, Projected, RequestFormat,
+    project, project_request_with, Config, ConfigError, EvidenceItem, Options, Projected,
+    RequestFormat,
 };
 
 /// The bundled recordings that `demo` runs: a real @playwright/mcp 0.0.41 session, as an
@@ -261,7 +262,7 @@ fn proposed_call(call: &str) -> Result<(String, String), Failure> {
 /// Reads the body and config; compaction is on for these commands.
 fn load(args: &InputArgs) -> Result<(String, RequestFormat, Config), Failure> {
     let format: RequestFormat = args.format.parse()?;
-    let mut config = load_config(args.config.as_deref())?;
+    let mut config = load_config(args.config.as_deref())?.config;
     config.browser_history_compaction = true;
     let body = read_input(args.input.as_deref())?;
     Ok((body, format, config))
@@ -299,17 +300,40 @@ fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {
     })
 }
 
-pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, Failure> {
+/// The config file as the binary reads it: the core keys and each host's table, all from
+/// one reading of the file, and all checked whichever command runs.
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    pub(crate) proxy: staleguard_proxy::ProxyConfig,
+    pub(crate) mcp: staleguard_mcp::McpConfig,
+}
+
+pub(crate) fn load_config(path: Option<&Path>) -> Result<Settings, Failure> {
     let default = Path::new("staleguard.toml");
     let file = match path {
         Some(p) => Some((p, read_file(p)?)),
         None if default.is_file() => Some((default, read_file(default)?)),
         None => None,
     };
-    let env = |name: &str| std::env::var(name).ok();
-    Config::load(file.as_ref().map(|(_, text)| text.as_str()), env).map_err(|e| match &file {
+    let named = |e: ConfigError| match &file {
         Some((p, _)) => Failure::Message(format!("{}: {e}", p.display())),
         None => Failure::Message(e.to_string()),
+    };
+    let text = file.as_ref().map(|(_, text)| text.as_str());
+    let env = |name: &str| std::env::var(name).ok();
+    let config = Config::load(text, env).map_err(named)?;
+    let proxy = text
+        .map(staleguard_proxy::ProxyConfig::from_toml)
+        .transpose()
+        .map_err(named)?;
+    let mcp = text
+        .map(staleguard_mcp::McpConfig::from_toml)
+        .transpose()
+        .map_err(named)?;
+    Ok(Settings {
+        config,
+        proxy: proxy.unwrap_or_default(),
+        mcp: mcp.unwrap_or_default(),
     })
 }
 

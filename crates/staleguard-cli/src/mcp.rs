@@ -40,11 +40,13 @@ pub struct McpArgs {
 }
 
 pub fn run(args: McpArgs) -> Result<(), Failure> {
-    let mut config = crate::load_config(args.config.as_deref())?;
+    let crate::Settings {
+        mut config, mcp, ..
+    } = crate::load_config(args.config.as_deref())?;
     if let Some(n) = args.max_repeats {
         config.max_repeats = n;
     }
-    let mut options = Options::from_config(config);
+    let mut options = Options::new(config, &mcp);
     options.guard &= !args.no_guard;
     options.history_tool &= !args.no_history_tool;
     options.namespace_refs &= !args.no_namespace_refs;

@@ -42,8 +42,11 @@ pub struct ProxyArgs {
 const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 
 pub fn run(args: ProxyArgs) -> Result<(), Failure> {
-    let config = crate::load_config(args.config.as_deref())?;
-    let file = config.proxy.clone();
+    let crate::Settings {
+        config,
+        proxy: file,
+        ..
+    } = crate::load_config(args.config.as_deref())?;
     let listen = args
         .listen
         .or(file.listen)

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use staleguard::Config;
-use staleguard_mcp::{Options, Relay};
+use staleguard_mcp::{McpConfig, Options, Relay};
 
 const ROUNDS: usize = 31;
 
@@ -58,7 +58,7 @@ fn huge() -> Vec<(bool, Vec<u8>)> {
 }
 
 fn through_relay(lines: &[(bool, Vec<u8>)]) -> usize {
-    let mut relay = Relay::new(Options::from_config(Config::default()));
+    let mut relay = Relay::new(Options::new(Config::default(), &McpConfig::default()));
     let mut out = 0;
     for (from_client, line) in lines {
         out += if *from_client {

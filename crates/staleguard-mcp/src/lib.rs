@@ -6,9 +6,9 @@
 //! older page, or repeats a submission on an unchanged page, before it reaches the browser.
 //!
 //! ```
-//! use staleguard_mcp::{Options, Output, Relay};
+//! use staleguard_mcp::{McpConfig, Options, Output, Relay};
 //!
-//! let mut relay = Relay::new(Options::from_config(staleguard::Config::default()));
+//! let mut relay = Relay::new(Options::new(staleguard::Config::default(), &McpConfig::default()));
 //! let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"http://shop.test/"}}}"#;
 //! assert_eq!(relay.from_client(call), vec![Output::ToServer(call.to_vec())]);
 //! let page = "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```";
@@ -19,10 +19,12 @@
 //! assert!(String::from_utf8_lossy(line).contains("[ref=d1e1]"));
 //! ```
 
+mod config;
 pub mod history;
 pub mod relay;
 mod run;
 pub mod scope;
 
+pub use config::McpConfig;
 pub use relay::{Options, Output, Relay, HISTORY_TOOL};
 pub use run::run;

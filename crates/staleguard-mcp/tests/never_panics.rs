@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use staleguard::Config;
-use staleguard_mcp::{Options, Output, Relay};
+use staleguard_mcp::{McpConfig, Options, Output, Relay};
 
 fn page(url: &str, refs: &[u8]) -> String {
     let lines: Vec<String> = refs
@@ -53,7 +53,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
     fn arbitrary_sessions(steps in prop::collection::vec((any::<bool>(), client_line(), server_line()), 1..40)) {
-        let mut options = Options::from_config(Config::default());
+        let mut options = Options::new(Config::default(), &McpConfig::default());
         options.max_observations = 4;
         let mut relay = Relay::new(options);
         let mut given: Vec<Vec<u8>> = Vec::new();

@@ -6,6 +6,7 @@
 //! byte, and every response, SSE included, streams back chunk by chunk. The proxy keeps no
 //! state between requests, so any number of them can run behind a load balancer.
 
+mod config;
 mod route;
 
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use axum::Router;
 use futures_util::TryStreamExt;
 use staleguard::{project, Config, Memo, Options, RequestFormat};
 
+pub use config::ProxyConfig;
 pub use route::{Route, Routes};
 
 /// Everything the proxy needs to run.

@@ -221,7 +221,7 @@ fn dump(dir: &Path) {
 criterion_group!(benches, bench);
 
 /// One stage of the pipeline over a whole transcript.
-type Stage = fn(&staleguard::Transcript<'_>) -> usize;
+type Stage = fn(&staleguard::transcript::Transcript<'_>) -> usize;
 
 fn main() {
     // `--profile-project` runs only projection, for a profiler.

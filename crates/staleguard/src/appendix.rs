@@ -2,6 +2,9 @@
 //! progress guidance. Each travels as a content part of its own after the result's own
 //! parts, so page text, which is always inside the result's parts, can never pose as one,
 //! and a projected request is recognised as such.
+//!
+//! For tools and tests that read a projected request and must tell staleguard's parts from
+//! the result's own (the CLI's `replay`, the integration tests).
 
 pub use crate::texts::{EVIDENCE_HEADER, GUIDANCE_HEADER};
 

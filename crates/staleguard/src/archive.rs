@@ -3,6 +3,11 @@
 //! ref neutralised, under a banner that says it is stale, how many steps old it is, and
 //! which observation superseded it.
 //!
+//! For the hosts that serve old observations back to the model: the MCP guard records
+//! every observation as it passes and answers its `browser_history` tool from here; the
+//! CLI's `archive` command builds one from a recorded request
+//! ([`Archive::of_transcript`]).
+//!
 //! ```
 //! use staleguard::archive;
 //!
@@ -32,9 +37,11 @@ pub use crate::texts::ARCHIVE_TAG;
 /// One observation as the archive keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// The ID receipts show ([`observation_id`]).
+    /// The ID receipts show ([`observation_id`](crate::receipt::observation_id)).
     pub id: String,
+    /// The page URL it names; empty when it names none.
     pub url: String,
+    /// The page title it names; empty when it names none.
     pub title: String,
     /// Browser results counted when it arrived, itself included.
     pub step: usize,
@@ -45,7 +52,10 @@ pub struct Entry {
 /// An observation read back: the banner, and the text with every ref neutralised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadBack {
+    /// Says the copy is read-only, how old it is, and what superseded it; starts with
+    /// [`ARCHIVE_TAG`].
     pub banner: String,
+    /// The original text, every ref neutralised ([`read_only`]).
     pub text: String,
 }
 
@@ -57,6 +67,7 @@ pub struct Archive {
 }
 
 impl Archive {
+    /// An empty archive that keeps the newest `keep` observations (at least one).
     pub fn new(keep: usize) -> Self {
         Archive {
             entries: VecDeque::new(),
@@ -106,14 +117,17 @@ impl Archive {
         true
     }
 
+    /// The observations kept, oldest first.
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()
     }
 
+    /// How many observations are kept.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// True when none is kept.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

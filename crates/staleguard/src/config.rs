@@ -3,12 +3,14 @@
 //! The core does no I/O: callers pass the file's text and a lookup for environment
 //! variables, so tests and servers decide where both come from.
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::error::ConfigError;
 use crate::tools::DEFAULT_BROWSER_TOOLS;
 
-/// Every setting of staleguard. `Default` gives the documented defaults.
+/// Every setting of the staleguard core. `Default` gives the documented defaults. The
+/// hosts' settings (the `[proxy]` and `[mcp]` tables) are read by the hosts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Collapse old observations. Off by default: projection is opt-in.
@@ -25,46 +27,6 @@ pub struct Config {
     pub request_budget_bytes: Option<usize>,
     /// Tool name patterns (`*` wildcards) that make a call a browser call.
     pub browser_tools: Vec<String>,
-    /// The `[proxy]` table, for `staleguard proxy` (its flags win).
-    pub proxy: ProxyConfig,
-    /// The `[mcp]` table, for `staleguard mcp` (its flags win).
-    pub mcp: McpConfig,
-}
-
-/// Settings of the HTTP proxy from the `[proxy]` table. Unset keys take the proxy's
-/// defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProxyConfig {
-    pub listen: Option<String>,
-    pub upstream: Option<String>,
-    /// `/prefix=URL` routes.
-    #[serde(default)]
-    pub routes: Vec<String>,
-    pub fail_closed: Option<bool>,
-    pub max_body_bytes: Option<usize>,
-    pub upstream_timeout_secs: Option<u64>,
-    pub log_json: Option<bool>,
-    /// Bound of the memo of result readings across requests, in bytes (default 256 MiB).
-    pub memo_bytes: Option<usize>,
-}
-
-/// Settings of the MCP guard from the `[mcp]` table. Unset keys take the guard's defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// Refuse stale refs and repeated submissions (default on).
-    pub guard: Option<bool>,
-    /// Rewrite refs to document-scoped forms such as `d3e7` (default on).
-    pub namespace_refs: Option<bool>,
-    /// Offer the read-only `browser_history` tool (default on).
-    pub history_tool: Option<bool>,
-    /// Observations kept for the guard and the history tool (default 200).
-    pub max_observations: Option<usize>,
-    /// Seconds a call waits for the guard's own snapshot before it is refused (default 30).
-    pub snapshot_timeout_secs: Option<u64>,
-    /// Bound of the memo of result readings, in bytes (default 32 MiB).
-    pub memo_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -83,13 +45,13 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-            proxy: ProxyConfig::default(),
-            mcp: McpConfig::default(),
         }
     }
 }
 
-/// The file layer: every key optional, unknown keys refused.
+/// The file layer: every key optional, unknown keys refused. The `[proxy]` and `[mcp]`
+/// tables belong to the hosts, which read and check them from the same text
+/// (`staleguard_proxy::ProxyConfig`, `staleguard_mcp::McpConfig`); the core skips them.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLayer {
@@ -103,8 +65,10 @@ struct FileLayer {
     evidence_max_quote_bytes: Option<usize>,
     request_budget_bytes: Option<usize>,
     browser_tools: Option<Vec<String>>,
-    proxy: Option<ProxyConfig>,
-    mcp: Option<McpConfig>,
+    #[serde(rename = "proxy")]
+    _proxy: Option<IgnoredAny>,
+    #[serde(rename = "mcp")]
+    _mcp: Option<IgnoredAny>,
 }
 
 /// An on/off value in the file: a TOML boolean or one of the on/off words.
@@ -188,8 +152,6 @@ impl Config {
             self.request_budget_bytes = layer.request_budget_bytes;
         }
         set(&mut self.browser_tools, layer.browser_tools);
-        set(&mut self.proxy, layer.proxy);
-        set(&mut self.mcp, layer.mcp);
         Ok(())
     }
 
@@ -340,23 +302,25 @@ mod tests {
     }
 
     #[test]
-    fn proxy_table() {
-        let file = "[proxy]\nlisten = \"127.0.0.1:9000\"\nroutes = [\"/openai=https://api.openai.com\"]\nfail_closed = true";
+    fn host_tables_are_skipped_but_unknown_keys_refused() {
+        let file = "max_repeats = 4\n[proxy]\nlisten = \"127.0.0.1:9000\"\nanything = 1\n[mcp]\nguard = false\n[mcp.nested]\nx = 1";
         let c = Config::load(Some(file), env_of(&[])).unwrap();
-        assert_eq!(c.proxy.listen.as_deref(), Some("127.0.0.1:9000"));
-        assert_eq!(c.proxy.routes, ["/openai=https://api.openai.com"]);
-        assert_eq!(c.proxy.fail_closed, Some(true));
-        assert!(Config::load(Some("[proxy]\nlisen = \"x\""), env_of(&[])).is_err());
-    }
-
-    #[test]
-    fn mcp_table() {
-        let file = "[mcp]\nguard = false\nmax_observations = 20";
-        let c = Config::load(Some(file), env_of(&[])).unwrap();
-        assert_eq!(c.mcp.guard, Some(false));
-        assert_eq!(c.mcp.max_observations, Some(20));
-        assert_eq!(c.mcp.namespace_refs, None);
-        assert!(Config::load(Some("[mcp]\ngaurd = true"), env_of(&[])).is_err());
+        assert_eq!(
+            c,
+            Config {
+                max_repeats: 4,
+                ..Config::default()
+            }
+        );
+        // The hosts check their own tables; the core checks its keys around them.
+        let err =
+            Config::load(Some("[mcp]\nguard = 1\n[staleguard]\nx = 1"), env_of(&[])).unwrap_err();
+        assert!(err.to_string().contains("staleguard"), "{err}");
+        let err =
+            Config::load(Some("max_repeat = 3\n[proxy]\nlisten = \"x\""), env_of(&[])).unwrap_err();
+        assert!(err.to_string().contains("max_repeat"), "{err}");
+        // A syntax error anywhere, tables included, is still the file's error.
+        assert!(Config::load(Some("[proxy]\nlisten = "), env_of(&[])).is_err());
     }
 
     #[test]

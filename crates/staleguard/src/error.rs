@@ -8,16 +8,22 @@ pub enum Error {
     /// The body is not valid JSON.
     #[error("invalid JSON at line {line}, column {column} (byte {offset}): {message}")]
     Json {
+        /// Line of the error, 1-based.
         line: usize,
+        /// Column of the error, 1-based, in bytes.
         column: usize,
         /// Byte offset of the error in the body.
         offset: usize,
+        /// What serde_json found wrong, without its position.
         message: String,
     },
     /// Valid JSON, but not a request body this format can read.
     #[error("not a {format} request body: {reason}")]
     Shape {
+        /// The format it was read as ([`RequestFormat::name`](crate::RequestFormat::name)), or
+        /// `model request` when no format fits.
         format: &'static str,
+        /// What is missing or of the wrong type.
         reason: String,
     },
 }
@@ -61,8 +67,11 @@ pub enum ConfigError {
     /// An environment variable holds a value that is not allowed for it.
     #[error("environment variable {name}={value:?} is invalid: {expected}")]
     Env {
+        /// The variable's name.
         name: String,
+        /// The value it holds.
         value: String,
+        /// What values it may hold.
         expected: &'static str,
     },
     /// The config file is not valid TOML or has an unknown key or a wrong type.

@@ -3,6 +3,13 @@
 //! Facts read on pages that projection collapsed (a price, a confirmation number) must not
 //! vanish. Quotes are never summaries: every quote is a substring of a chunk of page text
 //! that the browser actually returned, with its URL and observation.
+//!
+//! A host names items with [`project_request_with`](crate::project_request_with) (or
+//! [`Options::explicit`](crate::Options::explicit)) and reads the outcome in
+//! [`Projection::evidence`](crate::Projection::evidence): [`EvidenceItem`] and
+//! [`EvidenceReport`] are re-exported at the crate root. The stages ([`gather`],
+//! [`select`], [`fit`]) are public for the pipeline's tests and benches; the CLI's `inspect`
+//! prints [`Quote`]s.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -22,14 +29,18 @@ pub use crate::texts::EVIDENCE_HEADER;
 /// An evidence item named by the host: a quote it wants kept, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceItem {
+    /// The URL of the page it was read on.
     pub source_url: String,
+    /// The short observation ID of the result it was read in, as receipts show it.
     pub observation: String,
+    /// The text to keep: it must be a substring of a chunk of that page's text.
     pub quote: String,
 }
 
 /// A chunk of page text as the browser returned it.
 #[derive(Debug, Clone)]
 pub struct Chunk<'t> {
+    /// The URL of the page it was read on.
     pub url: &'t str,
     /// `url`, normalised once for all the chunks of a page.
     pub key: Arc<str>,
@@ -37,6 +48,7 @@ pub struct Chunk<'t> {
     pub observation: &'t str,
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
     pub document: Option<&'t str>,
+    /// The page text.
     pub text: &'t str,
     /// Its words, hashed ([`word_hashes`]).
     pub words: &'t [u64],
@@ -47,8 +59,11 @@ pub struct Chunk<'t> {
 /// A quote on the evidence track.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Quote {
+    /// The URL of the page it was read on.
     pub source_url: String,
+    /// The short observation ID of the result it was read in.
     pub observation: String,
+    /// The quote, verbatim.
     pub quote: String,
 }
 
@@ -65,6 +80,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// The reason as reports print it.
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::UnknownObservation => "unknown observation",
@@ -77,6 +93,7 @@ impl DropReason {
 /// What the evidence track did, for `inspect`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct EvidenceReport {
+    /// Quotes in the block, in rank order.
     pub retained: Vec<Quote>,
     /// Over the per-quote limit: refused whole, with a notice.
     pub refused: Vec<Quote>,
@@ -91,8 +108,12 @@ pub struct EvidenceReport {
 /// The caps of the evidence track.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Bytes of quote lines on the track (the config's `evidence_max_bytes`).
     pub max_bytes: usize,
+    /// Quotes on the track (`evidence_max_items`).
     pub max_items: usize,
+    /// Bytes of one quote; a longer one is refused whole, with a notice
+    /// (`evidence_max_quote_bytes`).
     pub max_quote_bytes: usize,
 }
 
@@ -108,8 +129,11 @@ pub struct Context<'t> {
 /// Ranked candidates before the request budget is applied.
 #[derive(Debug, Default)]
 pub struct Selection {
+    /// Quotes within the caps: grounded explicit items, then ranked chunks.
     pub quotes: Vec<Quote>,
+    /// Over the per-quote limit: refused whole.
     pub refused: Vec<Quote>,
+    /// Explicit items that did not ground, and why.
     pub dropped: Vec<(EvidenceItem, DropReason)>,
 }
 
@@ -558,6 +582,7 @@ pub struct Gathered<'t> {
     live: Vec<Chunk<'t>>,
     /// Every non-failed browser result, to ground explicit items in.
     sources: Vec<&'t Step<'t>>,
+    /// What the model said and was asked.
     pub context: Context<'t>,
 }
 

@@ -1,5 +1,11 @@
 //! Guard (SPEC 5): a browser action that names a ref the model should no longer act on is
 //! refused before it reaches the browser.
+//!
+//! For the hosts that stand between the model and the browser: the MCP guard asks
+//! [`check_in`] about every call as it passes, the CLI's `check` asks [`check`] about one
+//! call after a recorded request. [`Verdict`] and [`Refusal`] are re-exported at the crate
+//! root; [`project`](crate::project) gives a verdict on every call of a request when
+//! [`Options::verdicts`](crate::Options::verdicts) is set.
 
 use serde_json::Value;
 
@@ -28,13 +34,23 @@ pub enum Refusal {
 /// The guard's answer about one proposed call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Let it through; `note` says what was ambiguous, if anything.
-    Allow { note: Option<String> },
-    /// Refuse, with an error text for the model.
-    Refuse { why: Refusal, message: String },
+    /// Let it through.
+    Allow {
+        /// What was ambiguous about the call (a ref that named another element earlier), if
+        /// anything: a host may pass it on to the model.
+        note: Option<String>,
+    },
+    /// Refuse: the host answers the call with `message` instead of running it.
+    Refuse {
+        /// Why the call is refused.
+        why: Refusal,
+        /// The error text for the model: what was wrong and what to do instead.
+        message: String,
+    },
 }
 
 impl Verdict {
+    /// True for [`Verdict::Allow`].
     pub fn is_allowed(&self) -> bool {
         matches!(self, Verdict::Allow { .. })
     }

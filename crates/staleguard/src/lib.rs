@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use serde_json::json;
-//! use staleguard::{project_request, Config, RequestFormat};
+//! use staleguard::{project, Config, Memo, Options, RequestFormat};
 //!
 //! let page = |url: &str, button: &str| format!(
 //!     "### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"{button}\" [ref=e1]\n```"
@@ -22,14 +22,49 @@
 //!     {"role": "tool", "tool_call_id": "call_2", "content": page("http://shop.test/done", "Home")},
 //! ]}).to_string();
 //!
-//! // Compaction is opt-in (SPEC 7): the `project` command and this example turn it on.
+//! // `Config::default()` leaves compaction off (SPEC 7): a caller that projects turns it on.
 //! let config = Config { browser_history_compaction: true, ..Config::default() };
-//! let projected = project_request(&body, RequestFormat::Auto, &config).unwrap();
-//! assert_eq!(projected.report.collapsed(), 1);
-//! assert!(!projected.body.contains("Buy"));                 // the old page is a receipt now
-//! assert!(projected.body.contains("[staleguard receipt]"));
-//! assert!(projected.body.contains(r#"\"Home\" [ref=e1]"#));  // the newest page is live
-//! //! ```
+//! // A host that sees the same history on every turn keeps one memo for all its requests.
+//! let memo = Memo::default();
+//! let options = Options { memo: Some(&memo), ..Options::default() };
+//! let projection = project(&body, RequestFormat::Auto, &config, options).unwrap();
+//! assert_eq!(projection.report.collapsed(), 1);
+//! assert!(!projection.body.contains("Buy"));                 // the old page is a receipt now
+//! assert!(projection.body.contains("[staleguard receipt]"));
+//! assert!(projection.body.contains(r#"\"Home\" [ref=e1]"#));  // the newest page is live
+//! ```
+//!
+//! # The API
+//!
+//! [`project`] reads a request body in any [`RequestFormat`], projects it under a
+//! [`Config`] and returns a [`Projection`]: the body to send, a [`ResultReport`] per browser
+//! result (its [`Status`], URL, title, bytes, refs withheld), what the evidence track kept
+//! ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when [`Options`] ask
+//! for them, the guard's [`Verdict`] on every browser call. [`project_request`] and
+//! [`project_request_with`] are the short forms without options. A body that cannot be read
+//! is an [`Error`]; nothing in a body makes projection panic.
+//!
+//! The answer depends on the body and the config alone: a [`Memo`] only saves work, so a
+//! host may keep one across requests (and any number of copies of a host may run side by
+//! side) without answering differently.
+//!
+//! # The pipeline, and the modules for hosts
+//!
+//! ```text
+//! body --adapter--> Transcript --Session::build--> Session (one Reading per result text)
+//!      --projection, progress, evidence, guard--> edits --adapter--> body
+//! ```
+//!
+//! The modules stay public for the hosts that drive the stages themselves (the MCP guard,
+//! the CLI, the proxy) and for tests; each says who it is for. [`adapter`] reads and writes
+//! the wire formats into a [`transcript`]; [`session`] reads every browser result once
+//! ([`Session`], [`Reading`], cached by [`memo`]); [`observation`] holds the format
+//! detectors and the aria grammar, [`refs`] the ref grammar; [`projection`], [`progress`],
+//! [`evidence`] and [`guard`] are the analyses, [`receipt`], [`appendix`] and [`archive`]
+//! what they write; [`tools`] says which calls are browser calls; [`config`] loads the
+//! settings.
+
+#![forbid(unsafe_code)]
 
 pub mod adapter;
 pub mod appendix;
@@ -37,30 +72,36 @@ pub mod archive;
 pub mod config;
 mod error;
 pub mod evidence;
-pub mod failure;
-pub mod fingerprint;
+mod failure;
+mod fingerprint;
 pub mod guard;
 pub mod memo;
 pub mod observation;
-pub mod pipeline;
+mod pipeline;
 pub mod progress;
 pub mod projection;
 pub mod receipt;
 pub mod refs;
 pub mod session;
-pub mod texts;
+mod texts;
 pub mod tools;
 pub mod transcript;
-pub mod urlnorm;
+mod urlnorm;
 
-pub use adapter::RequestFormat;
-pub use memo::Memo;
+// The main API.
+// Project a request body, and read what happened to it:
 pub use pipeline::{
     project, project_request, project_request_with, CallVerdict, Options, Projected, Projection,
 };
-pub use config::{Config, McpConfig, ProxyConfig};
+// What it reads, and why it may refuse to:
+pub use adapter::RequestFormat;
+pub use config::Config;
 pub use error::{ConfigError, Error};
+// What a projection reports: per result, evidence, fingerprints, the guard's verdicts:
 pub use evidence::{EvidenceItem, EvidenceReport};
-pub use observation::{Observation, ObservationFormat, TreeKind};
+pub use fingerprint::Fingerprint;
+pub use guard::{Refusal, Verdict};
 pub use projection::{Plan, ResultReport, Status};
-pub use transcript::{Item, ToolResult, Transcript};
+// For hosts that keep readings across requests or drive a session step by step:
+pub use memo::Memo;
+pub use session::{Reading, Session};

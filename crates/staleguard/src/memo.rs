@@ -5,6 +5,10 @@
 //! was read one request ago. The memo only saves work: a [`Reading`] depends on the text
 //! alone, so every answer is the same with the memo cold, warm or off, and a host that
 //! keeps one answers no differently for having seen a session.
+//!
+//! For hosts that serve many requests: the proxy keeps one [`Memo`] (re-exported at the
+//! crate root) for all of them and passes it in [`Options::memo`](crate::Options::memo); the
+//! MCP guard reads each result through one as it passes.
 
 use std::sync::Arc;
 

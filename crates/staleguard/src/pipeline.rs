@@ -59,7 +59,9 @@ pub struct CallVerdict {
     pub item: usize,
     /// Index of the message (or item) that carries it.
     pub message: usize,
+    /// The tool the call names, as the request spells it (MCP prefix included).
     pub tool: String,
+    /// Whether the guard would let the call through, and if not, why.
     pub verdict: Verdict,
 }
 

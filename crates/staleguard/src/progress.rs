@@ -1,6 +1,11 @@
 //! Progress (SPEC 4): a fingerprint of the page after every browser result, a no-progress
 //! counter, the stalled state and its guidance, and repeated submissions. Everything is
 //! derived from the transcript alone, so a proxy that uses it stays stateless.
+//!
+//! [`project`](crate::project) tracks progress itself and returns it in
+//! [`Projection::progress`](crate::Projection::progress). The [`Tracker`] is public for the
+//! hosts that follow a session as it happens: the MCP guard feeds it one call and one result
+//! at a time, and the CLI's `replay` walks a recording with it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +22,9 @@ use crate::transcript::Transcript;
 /// An element a ref named on a page: role and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Element {
+    /// Its aria role (`button`, `link`, ...).
     pub role: String,
+    /// Its accessible name.
     pub name: String,
 }
 
@@ -35,10 +42,14 @@ enum Applied {
 /// The page as last seen: what a fingerprint covers, and the refs it offered.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
+    /// The URL of the page as last named.
     pub url: String,
+    /// The title of the page as last named.
     pub title: String,
     /// `(index, url, current)` of every tab, when the server listed them.
     pub tabs: Vec<(u32, String, bool)>,
+    /// Document identity where the format has one (the Playwright frame prefix `f3`):
+    /// a diff updates the page only within the same document.
     pub document: String,
     /// The aria tree, with diffs merged onto the page they update.
     nodes: Option<Arc<[Node]>>,
@@ -220,9 +231,12 @@ fn contains_word(haystack: &str, word: &str) -> bool {
 pub struct Step {
     /// Index of the result in the transcript.
     pub item: usize,
+    /// The fingerprint of the page after this result.
     pub fingerprint: Fingerprint,
     /// Consecutive browser results that left the fingerprint unchanged, this one included.
     pub no_progress: u32,
+    /// `no_progress` reached [`Config::max_repeats`]: the session is stalled. Projection
+    /// appends [`guidance`] to the newest result when its step is.
     pub stalled: bool,
 }
 
@@ -231,6 +245,7 @@ pub struct Step {
 pub struct RepeatedSubmission {
     /// Index of the call in the transcript.
     pub call: usize,
+    /// The control it acts on.
     pub element: Element,
     /// Index of the earlier identical call.
     pub earlier: usize,
@@ -241,7 +256,9 @@ pub struct RepeatedSubmission {
 /// Progress over a whole transcript.
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
+    /// One step per browser result, in order.
     pub steps: Vec<Step>,
+    /// Calls that repeat an earlier submission, in order.
     pub repeated: Vec<RepeatedSubmission>,
 }
 
@@ -251,6 +268,7 @@ impl Progress {
         self.steps.last()
     }
 
+    /// True when the newest browser result left the session stalled.
     pub fn stalled(&self) -> bool {
         self.last().is_some_and(|s| s.stalled)
     }
@@ -274,7 +292,9 @@ pub struct Seen {
     pub item: usize,
     /// The short observation ID receipts show.
     pub id: String,
+    /// The page's URL when it was seen.
     pub url: String,
+    /// The refs the page offered then, and what they named.
     pub refs: Arc<RefMap>,
 }
 
@@ -282,6 +302,7 @@ pub struct Seen {
 /// counter, submissions, and every observation. Fed step by step, in transcript order.
 #[derive(Debug, Clone, Default)]
 pub struct Tracker {
+    /// The page as the newest results describe it.
     pub page: Page,
     /// Every observation, oldest first.
     pub history: Vec<Seen>,
@@ -294,6 +315,7 @@ pub struct Tracker {
     count: u32,
     max_repeats: u32,
     submissions: Vec<Submission>,
+    /// The steps and repeated submissions so far.
     pub progress: Progress,
     /// Only fingerprints and the counter: no refs, history or submissions.
     counting: bool,

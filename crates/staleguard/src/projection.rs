@@ -2,6 +2,11 @@
 //!
 //! [`plan`] reads the [`Session`] and decides, for every browser result, what it
 //! is and whether it collapses. It returns the edits; adapters write them into the body.
+//!
+//! Most callers read its results through [`Projection::report`](crate::Projection::report)
+//! ([`Plan`], [`ResultReport`], [`Status`], re-exported at the crate root). [`plan`] and
+//! [`Edit`] are public for hosts that run the stages themselves: the CLI's `replay`
+//! projects a session step by step.
 
 use crate::observation::TreeKind;
 use crate::receipt::{self, ReceiptInput};
@@ -23,6 +28,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as reports print it: `live`, `collapsed`, `failed`, `page report`, `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Live => "live",
@@ -41,18 +47,27 @@ pub struct ResultReport {
     pub item: usize,
     /// Index of the message (or item) in the request.
     pub message: usize,
+    /// The call ID the result answers, when the wire format gives one.
     pub call_id: Option<String>,
+    /// The browser tool that produced it, as the request spells it.
     pub tool: String,
     /// Short ID of the result (see [`receipt::observation_id`]).
     pub observation_id: String,
+    /// What the result is, after projection.
     pub status: Status,
+    /// Name of the observation format that recognised it; `None` when none did.
     pub format: Option<&'static str>,
+    /// The page URL it names, if any.
     pub url: Option<String>,
+    /// The page title it names, if any.
     pub title: Option<String>,
-    /// Text bytes before and after projection.
+    /// Text bytes before projection.
     pub bytes_before: usize,
+    /// Text bytes after projection: the receipt's when it collapsed.
     pub bytes_after: usize,
+    /// Actionable refs that its collapse took out of the request.
     pub refs_withheld: usize,
+    /// Images (in the text or beside it) that its collapse dropped.
     pub images_dropped: usize,
 }
 
@@ -64,13 +79,16 @@ pub struct Edit {
     /// The new text of the result (image parts are dropped), or, when `append` is set,
     /// text added after the result's own content, which stays byte-identical.
     pub text: String,
+    /// Add `text` after the result's content instead of replacing it (evidence, guidance).
     pub append: bool,
 }
 
 /// The outcome of projection: a report per browser result, and the edits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// One report per browser result, in transcript order.
     pub results: Vec<ResultReport>,
+    /// The edits to write into the body: receipts, then any appended evidence or guidance.
     pub edits: Vec<Edit>,
 }
 

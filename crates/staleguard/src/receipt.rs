@@ -2,6 +2,10 @@
 //!
 //! Everything here is deterministic: the same observation gives the same bytes however the
 //! transcript around it grows, which keeps provider prompt caches warm.
+//!
+//! Projection writes receipts itself. This module is public for the hosts and tests that
+//! must recognise them ([`RECEIPT_TAG`], [`STALE_NOTICE`], [`is_collapsed`]) or name an
+//! observation as receipts do ([`observation_id`]: the MCP guard's `browser_history`).
 
 use std::borrow::Cow;
 use std::io::Write as _;
@@ -36,9 +40,13 @@ pub fn observation_id(text: &str) -> String {
 
 /// What a receipt says about one observation.
 pub struct ReceiptInput<'o> {
+    /// Its short ID ([`observation_id`]).
     pub id: &'o str,
+    /// The browser tool that produced it.
     pub tool: &'o str,
+    /// The page it names.
     pub header: &'o Header,
+    /// Images that collapsing it drops, in its text or beside it.
     pub images_dropped: usize,
 }
 

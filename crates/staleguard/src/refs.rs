@@ -2,6 +2,10 @@
 //! ref tokens in text: finding them, neutralising them in text we render ourselves
 //! (receipts, evidence, the archive) so that page text carried there can never pose as an
 //! actionable ref, and rescoping them to name their document (the MCP guard).
+//!
+//! For the MCP guard, which rescopes the refs of every result it relays and looks for refs
+//! in call arguments ([`REF_KEYS`]), and for tests and fuzz targets that check no text we
+//! render carries a live ref ([`has_ref_token`], [`neutralise`]).
 
 use std::borrow::Cow;
 

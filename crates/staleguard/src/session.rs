@@ -7,6 +7,11 @@
 //! (refs, chunks, canonical nodes for the fingerprint). Projection reads only headers;
 //! progress and evidence share the tree parts. A reading borrows nothing, so a [`Memo`] can
 //! keep it across requests: the same bytes give the same reading.
+//!
+//! [`project`](crate::project) builds its session itself. This module is public for the
+//! hosts that drive one step by step: the MCP guard reads each result as it passes
+//! ([`Depth::read`], or a [`Memo`]) and feeds the [`Reading`] to a
+//! [`Tracker`](crate::progress::Tracker); the CLI's `replay` builds a [`Session`] per turn.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -51,9 +56,13 @@ impl Piece {
 /// A tab as the observation lists it: index, title, URL, current.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tab {
+    /// Index as the server prints it (0- or 1-based, depending on the server).
     pub index: u32,
+    /// The tab's page title.
     pub title: String,
+    /// The tab's URL.
     pub url: String,
+    /// The tab the browser acts on.
     pub current: bool,
 }
 
@@ -62,9 +71,13 @@ pub struct Tab {
 pub struct Header {
     /// Name of the format that recognised the text.
     pub format: &'static str,
+    /// A full tree, a diff, or a page report.
     pub kind: TreeKind,
+    /// The page URL, when the text names one.
     pub url: Option<String>,
+    /// The page title, when the text names one.
     pub title: Option<String>,
+    /// The browser's tabs, when the server lists them.
     pub tabs: Vec<Tab>,
     /// The action that produced it, trimmed.
     pub action: Option<String>,
@@ -111,16 +124,22 @@ fn tab(t: &observation::Tab<'_>) -> Tab {
 /// An actionable ref and the element it names, as pieces of the result text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefPiece {
+    /// The ref as the model sends it back (`e12`).
     pub id: Piece,
+    /// The element's role; empty for `ref=eN [unchanged]`.
     pub role: Piece,
+    /// The element's accessible name.
     pub name: Piece,
 }
 
 /// A chunk of a page-text read-back (the seed format's `Source: <url>` sections).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadBackPiece {
+    /// The read-back's own observation ID.
     pub observation: Piece,
+    /// The `Source:` URL of the chunk.
     pub url: Piece,
+    /// The page text.
     pub text: Piece,
 }
 
@@ -129,12 +148,14 @@ pub struct ReadBackPiece {
 pub struct TreeParts {
     /// The full parse found a tree (aria formats): the fingerprint takes `nodes`.
     pub has_tree: bool,
+    /// Every actionable ref of the tree and the element it names, in order.
     pub refs: Vec<RefPiece>,
     /// Page text: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Piece>,
     /// Every tree line in canonical form.
     pub nodes: Arc<[Node]>,
-    /// [`crate::fingerprint::digest`] of `nodes`.
+    /// A digest of `nodes` (depth, marker and hash of every line): what the page
+    /// fingerprint takes of the tree, computed once.
     pub digest: u128,
     /// Controls and text, for the fingerprint of formats without an aria tree.
     pub flat: Vec<String>,
@@ -352,9 +373,13 @@ pub struct Step<'t> {
     pub message: usize,
     /// Index of the call in the transcript.
     pub call: usize,
+    /// The browser tool called, as the request spells it.
     pub tool: &'t str,
+    /// The call's arguments, as JSON text.
     pub arguments: &'t str,
+    /// The call ID the result answers, when the wire format gives one.
     pub call_id: Option<&'t str>,
+    /// The result's text.
     pub text: &'t str,
     /// Image parts carried beside the text.
     pub images: usize,
@@ -362,6 +387,7 @@ pub struct Step<'t> {
     pub appendix: bool,
     /// Failed: flagged by the wire format or read as a failure.
     pub failed: bool,
+    /// What the text says, read once (and shared with identical texts and the memo).
     pub reading: Arc<Reading>,
 }
 
@@ -383,10 +409,13 @@ impl Step<'_> {
 /// A browser call, in transcript order.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'t> {
+    /// Index of the call in the transcript.
     pub item: usize,
     /// Index of the message (or item) that carries the call in the request.
     pub message: usize,
+    /// The browser tool called, as the request spells it.
     pub tool: &'t str,
+    /// The call's arguments, as JSON text.
     pub arguments: &'t str,
 }
 
@@ -483,7 +512,9 @@ impl<'t> Session<'t> {
 /// A browser call or result, for analyses that replay the session.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'s, 't> {
+    /// A browser call.
     Call(Call<'t>),
+    /// A browser result, with its call.
     Result(&'s Step<'t>),
 }
 

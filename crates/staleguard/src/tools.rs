@@ -1,4 +1,8 @@
 //! The browser tool set: which tool calls are browser calls.
+//!
+//! [`Config::browser_tools`](crate::Config::browser_tools) holds the patterns; the pipeline
+//! compiles them itself. Hosts that build a [`Session`](crate::Session) or ask the guard
+//! directly (the MCP guard, the CLI's `replay`) compile them once with [`BrowserTools::new`].
 
 use std::collections::HashMap;
 
@@ -41,6 +45,7 @@ pub struct BrowserTools {
 }
 
 impl BrowserTools {
+    /// Compiles `patterns`: tool names with `*` and `?` wildcards.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
         BrowserTools {
             patterns: patterns

@@ -3,6 +3,10 @@
 //! Adapters read a request body into a [`Transcript`]: tool calls, tool results and
 //! message text in order, with the wire format's IDs. Projection, evidence and progress
 //! see only this view; the adapter writes their edits back into the body.
+//!
+//! For hosts and tests that read a request without projecting it
+//! ([`adapter::read_transcript`](crate::adapter::read_transcript)) and then ask the guard,
+//! the archive or progress about it.
 
 use std::borrow::Cow;
 
@@ -14,7 +18,12 @@ pub enum Item<'a> {
     /// The result of a tool call.
     Result(ToolResult<'a>),
     /// Text of a user or assistant message.
-    Text { role: Role, text: Cow<'a, str> },
+    Text {
+        /// Who wrote it.
+        role: Role,
+        /// Its text, its text parts joined with `\n`.
+        text: Cow<'a, str>,
+    },
     /// Anything the adapter does not interpret (kept byte for byte).
     Other,
 }
@@ -22,16 +31,22 @@ pub enum Item<'a> {
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The user.
     User,
+    /// The model.
     Assistant,
+    /// The system (or developer) prompt.
     System,
 }
 
 /// A tool call: ID, tool name and its arguments as JSON text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall<'a> {
+    /// The call ID its result answers with.
     pub id: Cow<'a, str>,
+    /// The tool's name, as the request spells it (MCP prefix included).
     pub name: Cow<'a, str>,
+    /// The arguments, as JSON text.
     pub arguments: Cow<'a, str>,
     /// Index of the message or item that carries the call.
     pub message: usize,
@@ -57,6 +72,7 @@ pub struct ToolResult<'a> {
 /// A transcript in request order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transcript<'a> {
+    /// Calls, results and text, one item per thing the request holds, in its order.
     pub items: Vec<Item<'a>>,
 }
 

@@ -40,7 +40,7 @@ fn verdicts(body: &str) -> Vec<(String, bool)> {
     staleguard::guard::verdicts(&t, &on())
         .into_iter()
         .filter_map(|(item, v)| match &t.items[item] {
-            staleguard::Item::Call(c) => Some((c.id.to_string(), v.is_allowed())),
+            staleguard::transcript::Item::Call(c) => Some((c.id.to_string(), v.is_allowed())),
             _ => None,
         })
         .collect()

@@ -16,7 +16,7 @@ fn seed_form(n: u32, quantity: u32) -> String {
     )
 }
 
-fn transcript(body: &str) -> staleguard::Transcript<'_> {
+fn transcript(body: &str) -> staleguard::transcript::Transcript<'_> {
     staleguard::adapter::read_transcript(body).expect("reads")
 }
 
@@ -112,7 +112,7 @@ fn calls(body: &str) -> Vec<(usize, String, String)> {
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match item {
-            staleguard::Item::Call(c) => {
+            staleguard::transcript::Item::Call(c) => {
                 let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
                 Some((
                     i,

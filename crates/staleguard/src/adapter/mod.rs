@@ -1,6 +1,12 @@
 //! Wire-format adapters: read a neutral [`Transcript`] out of a request body and write
 //! projection edits back. Bytes an adapter does not edit are copied as they are, so unknown
 //! fields, key order and formatting survive.
+//!
+//! [`project`](crate::project) reads and writes through here itself; [`RequestFormat`] is
+//! re-exported at the crate root. The readers are public for hosts and tests that want the
+//! neutral transcript without projecting ([`read_transcript`]: the CLI's `check`, the
+//! integration tests) or a [`WireRequest`] to write their own edits into ([`read_request`]:
+//! the CLI's `archive` and `replay`).
 
 pub mod anthropic;
 mod content;
@@ -30,8 +36,10 @@ pub enum RequestFormat {
 }
 
 impl RequestFormat {
+    /// The names [`FromStr`] takes, for help and error texts.
     pub const NAMES: &'static str = "auto, openai, anthropic, responses";
 
+    /// The format's name, as [`FromStr`] takes it and reports print it.
     pub fn name(self) -> &'static str {
         match self {
             RequestFormat::Auto => "auto",

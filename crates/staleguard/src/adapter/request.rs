@@ -21,9 +21,13 @@ pub(crate) struct Span {
 /// What the body says about its own format.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Hints {
+    /// A top-level `messages` array (Chat Completions, Anthropic Messages).
     pub has_messages: bool,
+    /// A top-level `input` (Responses).
     pub has_input: bool,
+    /// A top-level `system` or `anthropic_version` (Anthropic Messages).
     pub has_system: bool,
+    /// `tool_use` or `tool_result` content blocks (Anthropic Messages).
     pub has_anthropic_blocks: bool,
     /// OpenAI Responses with `previous_response_id` or `conversation`: earlier turns live
     /// on the server, and the request holds only the newest items.
@@ -35,6 +39,7 @@ pub struct WireRequest<'a> {
     body: &'a str,
     transcript: Transcript<'a>,
     spans: Vec<Option<Span>>,
+    /// What the body says about its own format.
     pub hints: Hints,
 }
 
@@ -48,10 +53,12 @@ impl<'a> WireRequest<'a> {
         }
     }
 
+    /// The neutral transcript of the body.
     pub fn transcript(&self) -> &Transcript<'a> {
         &self.transcript
     }
 
+    /// The neutral transcript, without the body's spans.
     pub fn into_transcript(self) -> Transcript<'a> {
         self.transcript
     }

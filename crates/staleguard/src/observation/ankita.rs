@@ -173,7 +173,9 @@ fn is_attr(item: &str) -> bool {
 pub struct ReadBack<'a> {
     /// The read-back's own observation ID.
     pub observation: &'a str,
+    /// The `Source:` URL of the chunk.
     pub url: &'a str,
+    /// The page text, as the browser returned it.
     pub text: &'a str,
 }
 

@@ -87,8 +87,11 @@ pub fn tree_nodes(tree: &str) -> Vec<Node> {
 /// the line break (`\n` or `\r\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Line<'a> {
+    /// Offset of the line's first byte.
     pub start: usize,
+    /// Offset of the next line's first byte (past the line break).
     pub next: usize,
+    /// The line, without its line break.
     pub text: &'a str,
 }
 
@@ -188,8 +191,8 @@ pub fn ref_hash(id: &str) -> u64 {
 
 /// Counts the refs [`parse_tree`] would find, and tells whether the tree is a diff, without
 /// building anything. Trees can be MBs with a ref on nearly every line, so each line is read
-/// once, in place, by [`fast_line_ref`]; lines it does not vouch for go to [`line_ref`],
-/// which reads them with the same key parser as [`parse_line`].
+/// once, in place, by a byte-level reader; lines it does not vouch for go to the same key
+/// parser as [`parse_line`].
 pub fn count_refs(tree: &str) -> (usize, bool) {
     let (count, diff, _) = count_lines(tree, 0, false);
     (count, diff)

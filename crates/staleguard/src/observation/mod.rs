@@ -4,6 +4,11 @@
 //! observation (a page tree with actionable refs), a page report (URL and title, no tree),
 //! or neither, and parses it into an [`Observation`]. Strings borrow from the result text
 //! wherever they can, because projection parses every browser result of a request.
+//!
+//! The pipeline reads results through a [`Reading`](crate::Reading), which keeps what it
+//! needs of an [`Observation`] and borrows nothing. This module is public for tools and
+//! tests that look at one result on its own (the CLI's `replay`, the fixture tests, the
+//! fuzz targets).
 
 use std::borrow::Cow;
 
@@ -34,8 +39,11 @@ pub enum TreeKind {
 pub struct Tab<'a> {
     /// Index as the server prints it (0- or 1-based, depending on the server).
     pub index: u32,
+    /// The tab's page title.
     pub title: Cow<'a, str>,
+    /// The tab's URL.
     pub url: Cow<'a, str>,
+    /// The tab the browser acts on.
     pub current: bool,
 }
 
@@ -44,15 +52,20 @@ pub struct Tab<'a> {
 pub struct ElementRef<'a> {
     /// The ref as the model must send it back (`e12`, `f1e3`, `1-0-4`, `33`).
     pub id: Cow<'a, str>,
+    /// The element's role (`button`, `link`, `textbox`, ...).
     pub role: Cow<'a, str>,
+    /// The element's accessible name; empty when it has none.
     pub name: Cow<'a, str>,
 }
 
 /// An interactive element with its state, independent of its ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Control<'a> {
+    /// The control's role.
     pub role: Cow<'a, str>,
+    /// The control's accessible name.
     pub name: Cow<'a, str>,
+    /// Its value (a text field's text, a combobox's choice), when it shows one.
     pub value: Option<Cow<'a, str>>,
     /// States such as `checked`, `disabled`, `expanded`, `selected`, sorted, without focus
     /// (`active`) or cursor hints.
@@ -64,11 +77,13 @@ pub struct Control<'a> {
 /// in the hash; the ref is kept apart, hashed, to merge incremental diffs onto their base.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Node {
+    /// The line's depth in the tree (its indentation).
     pub indent: u32,
     /// [`aria::ref_hash`] of the node's ref; 0 when it has none.
     pub id: u64,
     /// `ref=eN [unchanged]`: the node stands for the base page's subtree at that ref.
     pub unchanged: bool,
+    /// Hash of the line's role, name, state attributes and text: what the page shows.
     pub hash: u128,
 }
 
@@ -89,19 +104,26 @@ impl std::fmt::Debug for Node {
 pub struct Observation<'a> {
     /// Name of the format that recognised the text (see [`ObservationFormat::name`]).
     pub format: &'static str,
+    /// A full tree, a diff, or a page report.
     pub kind: TreeKind,
+    /// The page URL, when the text names one.
     pub url: Option<Cow<'a, str>>,
+    /// The page title, when the text names one.
     pub title: Option<Cow<'a, str>>,
+    /// The browser's tabs, when the server lists them (usually only when there are several).
     pub tabs: Vec<Tab<'a>>,
     /// The action that produced the observation (`Ran Playwright code`, the text before
     /// `Current snapshot:`), trimmed.
     pub action: Option<Cow<'a, str>>,
+    /// Every actionable ref of the tree, in order (full parses only).
     pub refs: Vec<ElementRef<'a>>,
     /// The page tree as the format printed it, for formats that print one (aria YAML).
     pub tree: Option<&'a str>,
     /// Refs counted without parsing the tree ([`ObservationFormat::parse_header`]), when
     /// `refs` was left empty. Use [`Observation::ref_count`].
     pub counted_refs: usize,
+    /// Interactive elements and their states (full parses only): formats without an aria
+    /// tree fingerprint the page by them.
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,
