@@ -26,5 +26,6 @@ mod run;
 pub mod scope;
 
 pub use config::McpConfig;
-pub use relay::{Options, Output, Relay, HISTORY_TOOL};
+pub use history::HISTORY_TOOL;
+pub use relay::{Options, Output, Relay};
 pub use run::run;

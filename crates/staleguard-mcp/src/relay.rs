@@ -16,12 +16,11 @@ pub const DEFAULT_MEMO_BYTES: usize = 32 * 1024 * 1024;
 use staleguard::tools::BrowserTools;
 use staleguard::Config;
 
+use crate::history::HISTORY_TOOL;
 use crate::scope;
 use crate::McpConfig;
 use staleguard::archive::Archive;
 
-/// The tool the relay adds to the server's tools.
-pub const HISTORY_TOOL: &str = "browser_history";
 
 /// The prefix of the ids of the relay's own requests to the server.
 const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
