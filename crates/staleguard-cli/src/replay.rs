@@ -278,7 +278,7 @@ fn stale_refs(request: &str) -> usize {
             let gone = obs
                 .refs
                 .iter()
-                .filter(|x| !session.page.refs.contains_key(x.id.as_ref()));
+                .filter(|x| !session.page().refs.contains_key(x.id.as_ref()));
             stale.extend(gone.map(|x| x.id.to_string()));
         }
     }

@@ -267,7 +267,7 @@ impl Relay {
         }
         let arguments = arguments_of(&message);
         let has_refs = !guard::targets(&arguments.to_string()).is_empty();
-        if has_refs && self.session.page_unseen {
+        if has_refs && self.session.page_unseen() {
             return self.park(id, message);
         }
         self.decide(id, message)
@@ -293,7 +293,7 @@ impl Relay {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
-                    let guidance = match self.session.progress.last() {
+                    let guidance = match self.session.progress().last() {
                         Some(step) if step.stalled => progress::guidance(step),
                         _ => progress::submission_guidance(),
                     };
@@ -439,9 +439,9 @@ impl Relay {
     /// The number of the document of the result taken in at `step`, when it carried a tree
     /// (the core session then holds it as its newest observation, ID and URL included).
     fn document_at(&mut self, step: usize) -> Option<u32> {
-        let seen = self.session.history.last().filter(|s| s.item == step)?;
-        let page = &self.session.page;
-        let tab = page.tabs.iter().find(|t| t.2).map(|t| t.0).unwrap_or(0);
+        let seen = self.session.newest_at(step)?;
+        let page = self.session.page();
+        let tab = page.tabs.iter().find(|t| t.current).map_or(0, |t| t.index);
         let key = format!("{tab}\u{0}{}\u{0}{}", page.url, page.document);
         let keep = self.options.max_observations;
         Some(self.documents.enter(key, &seen.url, &seen.id, keep))
@@ -470,7 +470,7 @@ impl Relay {
         }
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
-            let page = &self.session.page;
+            let page = self.session.page();
             if self.options.guard && self.options.namespace_refs {
                 changed |= match scope_at_refs(result, doc, &reading, &text) {
                     Some(scoped) => scoped,
@@ -479,7 +479,7 @@ impl Relay {
             }
         }
         if self.options.guard {
-            if let Some(step) = self.session.progress.last().filter(|s| s.stalled) {
+            if let Some(step) = self.session.progress().last().filter(|s| s.stalled) {
                 push_text(result, progress::guidance(step));
                 self.notes.push(format!(
                     "no page change for {} browser steps: guidance appended",

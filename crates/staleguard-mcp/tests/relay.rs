@@ -240,8 +240,8 @@ fn memory_is_bounded() {
         );
         r.from_server(&line(&result(json!(i), &page)));
     }
-    assert!(r.session().history.len() <= 3);
-    assert!(r.session().progress.steps.len() <= 3);
+    assert!(r.session().history().len() <= 3);
+    assert!(r.session().progress().steps.len() <= 3);
     let out = to_client(&r.from_client(&line(&call(json!(99), "browser_history", json!({})))));
     let list = out[0]["result"]["content"][0]["text"]
         .as_str()

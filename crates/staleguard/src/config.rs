@@ -2,6 +2,10 @@
 //!
 //! The core does no I/O: callers pass the file's text and a lookup for environment
 //! variables, so tests and servers decide where both come from.
+//!
+//! [`Config`] is re-exported at the crate root. Hosts load it with [`Config::load`] from the
+//! same text and environment they read their own settings from; [`parse_switch`] is the
+//! strict on/off reading every layer uses.
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -19,11 +23,20 @@ pub struct Config {
     pub evidence_retention: Option<bool>,
     /// Track page fingerprints and stalls; `None` follows compaction.
     pub progress_tracking: Option<bool>,
+    /// Browser results in a row that leave the page fingerprint unchanged before the
+    /// session counts as stalled and the model gets guidance (3).
     pub max_repeats: u32,
+    /// Bytes of a receipt line (512); a longer one is cut in the middle, visibly.
     pub receipt_max_bytes: usize,
+    /// Bytes of quote lines on the evidence track (16 KiB).
     pub evidence_max_bytes: usize,
+    /// Quotes on the evidence track (16).
     pub evidence_max_items: usize,
+    /// Bytes of one quote (2 KiB): a longer chunk is refused whole, with a notice, never
+    /// clipped.
     pub evidence_max_quote_bytes: usize,
+    /// A budget for the projected body, in bytes: only the evidence block gives way, whole
+    /// quotes left out (with a notice) until the body fits. `None` (the default): no budget.
     pub request_budget_bytes: Option<usize>,
     /// Tool name patterns (`*` wildcards) that make a call a browser call.
     pub browser_tools: Vec<String>,

@@ -119,7 +119,7 @@ pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserT
     if refs.is_empty() {
         return Verdict::Allow { note: None };
     }
-    if session.page_unseen {
+    if session.page_unseen() {
         return refuse(Refusal::NeedsSnapshot, texts::NEEDS_SNAPSHOT);
     }
     let description = description(arguments);
@@ -152,8 +152,8 @@ fn check_ref(
     id: &str,
     description: Option<&str>,
 ) -> Result<Option<String>, Verdict> {
-    let older = session.history.iter().rev().skip(1);
-    let Some(now) = session.page.refs.get(id) else {
+    let older = session.history().iter().rev().skip(1);
+    let Some(now) = session.page().refs.get(id) else {
         let Some(seen) = older.clone().find(|s| s.refs.contains_key(id)) else {
             return Err(refuse(Refusal::UnknownRef, &texts::unknown_ref(id)));
         };
@@ -187,7 +187,7 @@ fn check_ref(
 }
 
 fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {
-    let element = session.page.refs.get(id)?;
+    let element = session.page().refs.get(id)?;
     if !progress::is_submit_like(element) {
         return None;
     }

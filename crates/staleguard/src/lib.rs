@@ -42,11 +42,11 @@
 //! ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when [`Options`] ask
 //! for them, the guard's [`Verdict`] on every browser call. [`project_request`] and
 //! [`project_request_with`] are the short forms without options. A body that cannot be read
-//! is an [`Error`]; nothing in a body makes projection panic.
+//! is an [`Error`], never a panic.
 //!
-//! The answer depends on the body and the config alone: a [`Memo`] only saves work, so a
-//! host may keep one across requests (and any number of copies of a host may run side by
-//! side) without answering differently.
+//! The answer depends on the body, the config and the evidence items named alone: a
+//! [`Memo`] only saves work, so a host may keep one across requests (and any number of
+//! copies of a host may run side by side) without answering differently.
 //!
 //! # The pipeline, and the modules for hosts
 //!
@@ -65,6 +65,7 @@
 //! settings.
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod adapter;
 pub mod appendix;
@@ -88,16 +89,16 @@ pub mod tools;
 pub mod transcript;
 mod urlnorm;
 
-// The main API.
+// The main API: everything a caller that projects needs.
 // Project a request body, and read what happened to it:
 pub use pipeline::{
     project, project_request, project_request_with, CallVerdict, Options, Projected, Projection,
 };
-// What it reads, and why it may refuse to:
+// What it reads, and why a body or a config cannot be read:
 pub use adapter::RequestFormat;
 pub use config::Config;
 pub use error::{ConfigError, Error};
-// What a projection reports: per result, evidence, fingerprints, the guard's verdicts:
+// What a projection reports: per result, evidence, page fingerprints, the guard's verdicts:
 pub use evidence::{EvidenceItem, EvidenceReport};
 pub use fingerprint::Fingerprint;
 pub use guard::{Refusal, Verdict};

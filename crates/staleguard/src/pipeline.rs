@@ -158,7 +158,7 @@ fn analyse_progress(
                 verdict,
             })
             .collect();
-        return (Some(tracker.progress), verdicts);
+        return (Some(tracker.into_progress()), verdicts);
     }
     let progress = config
         .progress_enabled()

@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::fingerprint::{self, Fingerprint, Node};
 use crate::observation::aria::ref_hash;
 use crate::observation::TreeKind;
-use crate::session::{Event, Header, Reading, Session, TreeParts};
+use crate::session::{Event, Header, Reading, Session, Tab, TreeParts};
 use crate::texts;
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
@@ -46,8 +46,8 @@ pub struct Page {
     pub url: String,
     /// The title of the page as last named.
     pub title: String,
-    /// `(index, url, current)` of every tab, when the server listed them.
-    pub tabs: Vec<(u32, String, bool)>,
+    /// Every tab, when the server listed them.
+    pub tabs: Vec<Tab>,
     /// Document identity where the format has one (the Playwright frame prefix `f3`):
     /// a diff updates the page only within the same document.
     pub document: String,
@@ -81,7 +81,7 @@ impl Page {
             None => {
                 let tabs = &reading.tree(text).tab_list;
                 if !tabs.is_empty() {
-                    self.tabs = tabs.iter().map(tab_key).collect();
+                    self.tabs.clone_from(tabs);
                 }
                 Applied::Nothing
             }
@@ -123,7 +123,7 @@ impl Page {
             self.title.clone_from(title);
         }
         if !header.tabs.is_empty() {
-            self.tabs = header.tabs.iter().map(tab_key).collect();
+            self.tabs.clone_from(&header.tabs);
         }
     }
 
@@ -172,8 +172,8 @@ impl Page {
         let current = self
             .tabs
             .iter()
-            .find(|t| t.2)
-            .map(|t| format!("{}\u{0}{}", t.0, t.1));
+            .find(|t| t.current)
+            .map(|t| format!("{}\u{0}{}", t.index, t.url));
         fingerprint::of_parts(
             current.as_deref().unwrap_or(""),
             self.tabs.len(),
@@ -184,10 +184,6 @@ impl Page {
             &self.flat,
         )
     }
-}
-
-fn tab_key(t: &crate::session::Tab) -> (u32, String, bool) {
-    (t.index, t.url.clone(), t.current)
 }
 
 /// Names of controls whose activation may submit something that must not happen twice.
@@ -302,26 +298,52 @@ pub struct Seen {
 /// counter, submissions, and every observation. Fed step by step, in transcript order.
 #[derive(Debug, Clone, Default)]
 pub struct Tracker {
-    /// The page as the newest results describe it.
-    pub page: Page,
-    /// Every observation, oldest first.
-    pub history: Vec<Seen>,
-    /// The newest page-naming result was a page report without a tree (a file-linked
-    /// snapshot): the model has not seen the page's current refs.
-    pub page_unseen: bool,
+    page: Page,
+    history: Vec<Seen>,
+    page_unseen: bool,
     /// The fingerprint of the page as it stands.
     current: Fingerprint,
     last: Option<Fingerprint>,
     count: u32,
     max_repeats: u32,
     submissions: Vec<Submission>,
-    /// The steps and repeated submissions so far.
-    pub progress: Progress,
+    progress: Progress,
     /// Only fingerprints and the counter: no refs, history or submissions.
     counting: bool,
 }
 
 impl Tracker {
+    /// The page as the newest results describe it.
+    pub fn page(&self) -> &Page {
+        &self.page
+    }
+
+    /// Every observation still kept, oldest first.
+    pub fn history(&self) -> &[Seen] {
+        &self.history
+    }
+
+    /// The newest observation, when it was taken in at transcript index `item`.
+    pub fn newest_at(&self, item: usize) -> Option<&Seen> {
+        self.history.last().filter(|s| s.item == item)
+    }
+
+    /// True when the newest page-naming result was a page report without a tree (a
+    /// file-linked snapshot): the model has not seen the page's current refs.
+    pub fn page_unseen(&self) -> bool {
+        self.page_unseen
+    }
+
+    /// The steps and repeated submissions so far.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// The progress, taken out.
+    pub fn into_progress(self) -> Progress {
+        self.progress
+    }
+
     /// A tracker of everything: the page's refs, history and submissions, for the guard.
     pub fn new(max_repeats: u32) -> Self {
         Tracker {

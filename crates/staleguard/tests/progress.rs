@@ -296,8 +296,8 @@ proptest! {
         let tools = staleguard::tools::BrowserTools::new(&on().browser_tools);
         let steps = staleguard::session::Session::build(&t, &tools, None);
         let session = progress::Tracker::new(on().max_repeats).replay(&steps, |_, _, _, _| {});
-        prop_assume!(!session.page_unseen && !session.page.refs.is_empty());
-        let mut refs: Vec<_> = session.page.refs.iter().collect();
+        prop_assume!(!session.page_unseen() && !session.page().refs.is_empty());
+        let mut refs: Vec<_> = session.page().refs.iter().collect();
         refs.sort_by(|a, b| a.0.cmp(b.0));
         let (id, element) = refs[which.index(refs.len())];
         prop_assume!(!progress::is_submit_like(element));
