@@ -7,9 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use staleguard::adapter::read_request;
 use staleguard::progress::Tracker;
+use staleguard::projection::{self, Edit};
 use staleguard::session::Session;
 use staleguard::tools::BrowserTools;
-use staleguard::projection::{self, Edit};
 use staleguard::transcript::Item;
 use staleguard::{project_request, Config, RequestFormat};
 

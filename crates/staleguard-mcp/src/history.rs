@@ -82,8 +82,8 @@ pub fn tool_definition() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use staleguard::refs::has_ref_token;
     use staleguard::receipt::observation_id;
+    use staleguard::refs::has_ref_token;
 
     fn page(url: &str) -> String {
         format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```")

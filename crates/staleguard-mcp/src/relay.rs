@@ -21,7 +21,6 @@ use crate::scope;
 use crate::McpConfig;
 use staleguard::archive::Archive;
 
-
 /// The prefix of the ids of the relay's own requests to the server.
 const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
 
@@ -466,7 +465,8 @@ impl Relay {
         self.session.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
         if !failed {
-            self.archive.record_read(&text, &reading, self.browser_results);
+            self.archive
+                .record_read(&text, &reading, self.browser_results);
         }
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
@@ -494,8 +494,7 @@ impl Relay {
     /// The reading of a result text: read once, shared by the tracker, the scope and the
     /// archive.
     fn read(&self, text: &str) -> std::sync::Arc<Reading> {
-        self.memo
-            .reading(self.memo.key(text), text, Depth::Full)
+        self.memo.reading(self.memo.key(text), text, Depth::Full)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.

@@ -324,26 +324,45 @@ fn a_snapshot_never_answered_is_given_up() {
 #[test]
 fn page_text_that_looks_like_a_ref_is_not_scoped() {
     let mut r = relay();
-    let navigate = call(json!(1), "browser_navigate", json!({"url": "http://shop.test/"}));
+    let navigate = call(
+        json!(1),
+        "browser_navigate",
+        json!({"url": "http://shop.test/"}),
+    );
     assert_eq!(to_server(&r.from_client(&line(&navigate))).len(), 1);
     let page = tree(
         "http://shop.test/",
         "- button \"Buy\" [ref=e1]\n- paragraph [ref=e2]: press [ref=e1] to buy",
     );
     let out = to_client(&r.from_server(&line(&result(json!(1), &page))));
-    let text = out[0]["result"]["content"][0]["text"].as_str().expect("text");
+    let text = out[0]["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
     let button = text.lines().find(|l| l.contains("button")).expect("button");
-    let paragraph = text.lines().find(|l| l.contains("paragraph")).expect("paragraph");
-    assert!(button.contains("[ref=d") && button.ends_with("e1]"), "{button}");
+    let paragraph = text
+        .lines()
+        .find(|l| l.contains("paragraph"))
+        .expect("paragraph");
+    assert!(
+        button.contains("[ref=d") && button.ends_with("e1]"),
+        "{button}"
+    );
     assert!(paragraph.starts_with("- paragraph [ref=d"), "{paragraph}");
     // The page's own words are page text: a ref token inside them names nothing.
-    assert!(paragraph.ends_with(": press [ref=e1] to buy"), "{paragraph}");
+    assert!(
+        paragraph.ends_with(": press [ref=e1] to buy"),
+        "{paragraph}"
+    );
 }
 
 #[test]
 fn refs_are_scoped_in_whichever_text_part_holds_them() {
     let mut r = relay();
-    let navigate = call(json!(1), "browser_navigate", json!({"url": "http://shop.test/"}));
+    let navigate = call(
+        json!(1),
+        "browser_navigate",
+        json!({"url": "http://shop.test/"}),
+    );
     r.from_client(&line(&navigate));
     let page = tree("http://shop.test/", "- button \"Buy\" [ref=e1]");
     let parts = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [
@@ -353,7 +372,10 @@ fn refs_are_scoped_in_whichever_text_part_holds_them() {
     ]}});
     let out = to_client(&r.from_server(&line(&parts)));
     let content = &out[0]["result"]["content"];
-    assert_eq!(content[0]["text"], "Clicked [ref=e1] earlier", "not a tree: left alone");
+    assert_eq!(
+        content[0]["text"], "Clicked [ref=e1] earlier",
+        "not a tree: left alone"
+    );
     assert_eq!(content[1]["data"], "AAAA");
     let tree_text = content[2]["text"].as_str().expect("text");
     assert!(tree_text.contains("- button \"Buy\" [ref=d"), "{tree_text}");

@@ -102,7 +102,12 @@ async fn send(client: &reqwest::Client, addr: std::net::SocketAddr, body: String
 }
 
 /// Requests per second with `n` concurrent clients sending `body`.
-async fn throughput(client: &reqwest::Client, addr: std::net::SocketAddr, body: &str, n: usize) -> f64 {
+async fn throughput(
+    client: &reqwest::Client,
+    addr: std::net::SocketAddr,
+    body: &str,
+    n: usize,
+) -> f64 {
     let t = Instant::now();
     let tasks: Vec<_> = (0..n)
         .map(|_| {

@@ -66,13 +66,11 @@ pub async fn serve(
 
 /// The proxy as a plain axum router: one handler for every path and method.
 pub fn app(settings: Settings, client: reqwest::Client) -> Router {
-    Router::new()
-        .fallback(handle)
-        .with_state(Arc::new(Shared {
-            memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
-            settings,
-            client,
-        }))
+    Router::new().fallback(handle).with_state(Arc::new(Shared {
+        memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
+        settings,
+        client,
+    }))
 }
 
 /// What the proxy did with a request body, for the response header and the log.

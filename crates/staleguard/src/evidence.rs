@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::refs::neutralise;
 use crate::projection::{Plan, Status};
+use crate::refs::neutralise;
 use crate::session::{Session, Step};
 use crate::texts;
 use crate::transcript::{Item, Role, Transcript};
@@ -288,12 +288,13 @@ fn rank<'c, 't>(
     live: &[Chunk<'t>],
     context: &Context<'_>,
 ) -> Vec<&'c Chunk<'t>> {
-    let live_keys: HashSet<(Arc<str>, &str), Fast> = live
-        .iter()
-        .map(|c| (c.key.clone(), c.text))
-        .collect();
+    let live_keys: HashSet<(Arc<str>, &str), Fast> =
+        live.iter().map(|c| (c.key.clone(), c.text)).collect();
     let frequency = document_frequency(unique.iter().map(|(_, c)| c).chain(live));
-    let question: HashSet<u64, Words> = word_hashes(context.question).into_vec().into_iter().collect();
+    let question: HashSet<u64, Words> = word_hashes(context.question)
+        .into_vec()
+        .into_iter()
+        .collect();
     let last_use = last_use(context);
     let mut scores: Vec<u32> = unique
         .iter()
@@ -485,7 +486,6 @@ fn is_short_fact(text: &str) -> bool {
     text.len() <= 200 && text.chars().any(|c| c.is_ascii_digit())
 }
 
-
 /// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
 pub fn line(quote: &Quote) -> String {
     line_of(&quote.source_url, &quote.observation, &quote.quote)
@@ -641,15 +641,20 @@ fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't>
         let url = header.url.as_deref().unwrap_or("");
         let key: Arc<str> = normalise(url).into();
         let document = tree.observation_id.as_ref().map(|p| p.get(text));
-        return Box::new(tree.chunks.iter().zip(words).map(move |(chunk, words)| Chunk {
-            url,
-            key: key.clone(),
-            observation,
-            document,
-            text: chunk.get(text),
-            words,
-            position: step.item,
-        }));
+        return Box::new(
+            tree.chunks
+                .iter()
+                .zip(words)
+                .map(move |(chunk, words)| Chunk {
+                    url,
+                    key: key.clone(),
+                    observation,
+                    document,
+                    text: chunk.get(text),
+                    words,
+                    position: step.item,
+                }),
+        );
     }
     let words = words.get(tree.chunks.len()..).unwrap_or_default();
     Box::new(tree.read_backs.iter().zip(words).map(move |(c, words)| {

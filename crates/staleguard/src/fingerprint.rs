@@ -94,10 +94,7 @@ fn expand(base: &[Node], diff: &[Node]) -> Vec<Node> {
         .collect();
     let mut out = Vec::with_capacity(diff.len());
     for n in diff {
-        let found = n
-            .unchanged
-            .then(|| by_id.get(&n.id))
-            .flatten();
+        let found = n.unchanged.then(|| by_id.get(&n.id)).flatten();
         match found {
             Some(&at) => out.extend(reindent(&base[at..at + subtree_len(&base[at..])], n.indent)),
             None => out.push(*n),

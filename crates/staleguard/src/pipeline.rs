@@ -103,7 +103,11 @@ pub fn project(
     let tools = BrowserTools::new(&config.browser_tools);
     // Progress, evidence and the guard read trees: then read them with the headers.
     let reads_trees = config.progress_enabled() || config.evidence_enabled() || options.verdicts;
-    let depth = if reads_trees { Depth::Full } else { Depth::Header };
+    let depth = if reads_trees {
+        Depth::Full
+    } else {
+        Depth::Header
+    };
     let session = Session::read(request.transcript(), &tools, options.memo, depth);
     let mut report = projection::plan(
         &session,
@@ -205,8 +209,8 @@ fn add_evidence(
     let fits = |block: &str| match config.request_budget_bytes {
         None => true,
         Some(budget) => {
-            let &(base, body_len) = sizes
-                .get_or_init(|| (request.written_len(&plan.edits), request.written_len(&[])));
+            let &(base, body_len) =
+                sizes.get_or_init(|| (request.written_len(&plan.edits), request.written_len(&[])));
             let appended = Edit {
                 item: target,
                 text: block.to_string(),

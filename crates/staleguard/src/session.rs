@@ -334,8 +334,13 @@ impl Reading {
     pub fn chunk_words(&self, text: &str) -> &[Box<[u64]>] {
         self.words.get_or_init(|| {
             let tree = self.tree(text);
-            let chunks = tree.chunks.iter().chain(tree.read_backs.iter().map(|r| &r.text));
-            chunks.map(|c| crate::evidence::word_hashes(c.get(text))).collect()
+            let chunks = tree
+                .chunks
+                .iter()
+                .chain(tree.read_backs.iter().map(|r| &r.text));
+            chunks
+                .map(|c| crate::evidence::word_hashes(c.get(text)))
+                .collect()
         })
     }
 
@@ -449,7 +454,8 @@ impl<'t> Session<'t> {
     ) -> Session<'t> {
         let pairs = transcript.pair_calls();
         let mut known: HashMap<&str, bool> = HashMap::new();
-        let mut is_browser = |name: &'t str| *known.entry(name).or_insert_with(|| tools.is_browser(name));
+        let mut is_browser =
+            |name: &'t str| *known.entry(name).or_insert_with(|| tools.is_browser(name));
         let seed = memo.map_or_else(crate::memo::random_seed, Memo::seed);
         let mut local: HashMap<u128, Arc<Reading>> = HashMap::new();
         let mut session = Session::default();
@@ -577,8 +583,7 @@ mod tests {
             crate::adapter::read_request(body, RequestFormat::Auto).expect("request");
         let tools = BrowserTools::new(crate::tools::DEFAULT_BROWSER_TOOLS);
         let session = Session::build(request.transcript(), &tools, None);
-        let texts: std::collections::HashSet<&str> =
-            session.steps.iter().map(|s| s.text).collect();
+        let texts: std::collections::HashSet<&str> = session.steps.iter().map(|s| s.text).collect();
         texts.len()
     }
 
@@ -617,14 +622,35 @@ mod tests {
             // detection and at most one full parse per distinct result text.
             let (detected, parsed) = counted(&body, &on, everything);
             assert_eq!(detected, distinct, "{name}: detections");
-            assert!(parsed <= distinct && parsed > 0, "{name}: {parsed} tree parses");
+            assert!(
+                parsed <= distinct && parsed > 0,
+                "{name}: {parsed} tree parses"
+            );
             // Projection alone reads headers only.
             let (detected, parsed) = counted(&body, &only_projection, Options::default());
-            assert_eq!((detected, parsed), (distinct, 0), "{name}: projection alone");
+            assert_eq!(
+                (detected, parsed),
+                (distinct, 0),
+                "{name}: projection alone"
+            );
             // With a warm memo nothing is read again.
             let memo = Memo::default();
-            counted(&body, &on, Options { memo: Some(&memo), ..everything });
-            let again = counted(&body, &on, Options { memo: Some(&memo), ..everything });
+            counted(
+                &body,
+                &on,
+                Options {
+                    memo: Some(&memo),
+                    ..everything
+                },
+            );
+            let again = counted(
+                &body,
+                &on,
+                Options {
+                    memo: Some(&memo),
+                    ..everything
+                },
+            );
             assert_eq!(again, (0, 0), "{name}: warm memo");
         }
     }
@@ -632,14 +658,38 @@ mod tests {
     /// Tree lines: nodes with and without refs and attributes, values, property lines,
     /// prose, unchanged refs and changed markers, at any depth.
     fn tree_line() -> impl Strategy<Value = String> {
-        let role = prop::sample::select(vec!["button", "link", "heading", "paragraph", "generic", "listitem", "textbox"]);
+        let role = prop::sample::select(vec![
+            "button",
+            "link",
+            "heading",
+            "paragraph",
+            "generic",
+            "listitem",
+            "textbox",
+        ]);
         let name = "[a-zA-Z0-9 $:\\[\\]=]{0,12}";
-        let attr = prop::sample::select(vec!["", " [checked]", " [level=1]", " [active]", " [cursor=pointer]", " [disabled]"]);
-        let value = prop::sample::select(vec!["", ":", ": text", ": \"quoted [ref=e9]\"", ": see [ref=e5]"]);
+        let attr = prop::sample::select(vec![
+            "",
+            " [checked]",
+            " [level=1]",
+            " [active]",
+            " [cursor=pointer]",
+            " [disabled]",
+        ]);
+        let value = prop::sample::select(vec![
+            "",
+            ":",
+            ": text",
+            ": \"quoted [ref=e9]\"",
+            ": see [ref=e5]",
+        ]);
         let node = (0usize..4, role, name, attr, 1u32..50, any::<bool>(), value).prop_map(
             |(depth, role, name, attr, id, changed, value)| {
                 let marker = if changed { "<changed> " } else { "" };
-                format!("{}- {marker}{role} \"{name}\"{attr} [ref=e{id}]{value}", "  ".repeat(depth))
+                format!(
+                    "{}- {marker}{role} \"{name}\"{attr} [ref=e{id}]{value}",
+                    "  ".repeat(depth)
+                )
             },
         );
         prop_oneof![

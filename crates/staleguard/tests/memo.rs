@@ -14,9 +14,14 @@ fn sessions() -> Vec<(String, RequestFormat)> {
     for path in openai_fixtures() {
         let body = read(&path);
         out.push((chat_to_responses(&body), RequestFormat::Responses));
-        let anthropic = path.to_string_lossy().replace(".openai.json", ".anthropic.json");
+        let anthropic = path
+            .to_string_lossy()
+            .replace(".openai.json", ".anthropic.json");
         if std::path::Path::new(&anthropic).is_file() {
-            out.push((read(std::path::Path::new(&anthropic)), RequestFormat::Anthropic));
+            out.push((
+                read(std::path::Path::new(&anthropic)),
+                RequestFormat::Anthropic,
+            ));
         }
         out.push((body, RequestFormat::OpenAiChat));
     }
@@ -58,9 +63,12 @@ fn same(a: &Projection, b: &Projection, what: &str) {
     assert_eq!(a.evidence, b.evidence, "{what}: evidence");
     assert_eq!(a.verdicts, b.verdicts, "{what}: verdicts");
     let steps = |p: &Projection| {
-        p.progress
-            .as_ref()
-            .map(|g| g.steps.iter().map(|s| (s.fingerprint, s.no_progress)).collect::<Vec<_>>())
+        p.progress.as_ref().map(|g| {
+            g.steps
+                .iter()
+                .map(|s| (s.fingerprint, s.no_progress))
+                .collect::<Vec<_>>()
+        })
     };
     assert_eq!(steps(a), steps(b), "{what}: progress");
 }

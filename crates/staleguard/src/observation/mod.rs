@@ -95,7 +95,12 @@ impl std::fmt::Debug for Node {
             (false, true) => "ref",
             (false, false) => "-",
         };
-        write!(f, "Node({} {kind} {:08x})", self.indent, (self.hash >> 96) as u32)
+        write!(
+            f,
+            "Node({} {kind} {:08x})",
+            self.indent,
+            (self.hash >> 96) as u32
+        )
     }
 }
 
