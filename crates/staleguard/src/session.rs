@@ -246,25 +246,43 @@ fn flat(obs: &Observation<'_>) -> Vec<String> {
         .collect()
 }
 
+/// Phrases of page text that say a submission went through (lower case).
+const CONFIRMATIONS: &[&str] = &[
+    "order placed",
+    "order confirmed",
+    "order received",
+    "confirmation number",
+    "confirmation code",
+    "thank you for your order",
+    "booking confirmed",
+    "payment received",
+    "has been placed",
+    "has been submitted",
+    "has been booked",
+    "has been sent",
+];
+
+/// Finds [`CONFIRMATIONS`] in ASCII text in one pass, whatever the case: every text chunk
+/// of every page is read for them.
+static CONFIRMATION_FINDER: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+    std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(CONFIRMATIONS)
+            .ok()
+    });
+
 /// Page text that says a submission went through.
 fn reads_as_confirmation(text: &str) -> bool {
-    let t = text.to_lowercase();
-    [
-        "order placed",
-        "order confirmed",
-        "order received",
-        "confirmation number",
-        "confirmation code",
-        "thank you for your order",
-        "booking confirmed",
-        "payment received",
-        "has been placed",
-        "has been submitted",
-        "has been booked",
-        "has been sent",
-    ]
-    .iter()
-    .any(|p| t.contains(p))
+    // For ASCII text, ASCII case folding is exactly `to_lowercase`; other text takes the
+    // Unicode way (a Kelvin sign lowercases to `k`).
+    match CONFIRMATION_FINDER.as_ref() {
+        Some(finder) if text.is_ascii() => finder.is_match(text),
+        _ => {
+            let t = text.to_lowercase();
+            CONFIRMATIONS.iter().any(|p| t.contains(p))
+        }
+    }
 }
 
 /// Everything derived from one result text alone. It borrows nothing: a [`Memo`] keeps it
@@ -592,6 +610,24 @@ mod tests {
         project(body, RequestFormat::Auto, config, options).expect("projects");
         let after = counts();
         (after.0 - before.0, after.1 - before.1)
+    }
+
+    #[test]
+    fn confirmations_read_alike_in_any_case() {
+        for (text, expected) in [
+            ("Order PLACED: #123", true),
+            ("Your booking confirmed today", true),
+            ("BOO\u{212A}ING CONFIRMED", true),
+            ("Thank you for your ORDER", true),
+            ("order plac", false),
+            ("Ordered placed", false),
+            ("", false),
+        ] {
+            assert_eq!(reads_as_confirmation(text), expected, "{text}");
+            let unicode = text.to_lowercase();
+            let reference = CONFIRMATIONS.iter().any(|p| unicode.contains(p));
+            assert_eq!(reads_as_confirmation(text), reference, "{text}");
+        }
     }
 
     #[test]
