@@ -230,10 +230,10 @@ fn cycle_plan(recordings: &[Recording]) -> Vec<Turn> {
     plan
 }
 
-/// The memo's estimate of what a reading of `bytes` of text holds (`staleguard::memo`):
-/// 512 + 3 bytes per text byte.
+/// The memo's estimate of what the readings of `texts` texts of `bytes` in all hold
+/// ([`staleguard::memo::weight_of`]).
 fn memo_weight(texts: u64, bytes: u64) -> u64 {
-    512 * texts + 3 * bytes
+    staleguard::memo::ENTRY_BYTES * texts + staleguard::memo::BYTES_PER_TEXT_BYTE * bytes
 }
 
 #[derive(Default)]
@@ -452,7 +452,7 @@ async fn main() {
     let proxy = proxy(up, args.memo_bytes).await;
     let memo = args.memo_bytes as u64;
     println!(
-        "soak: {} recordings ({}), {} requests per cycle (every session turn by turn), each cycle's tool results made new; memo intake per cycle <= {:.1} MiB (distinct result texts x the memo's weight rule, 512 + 3 x bytes)",
+        "soak: {} recordings ({}), {} requests per cycle (every session turn by turn), each cycle's tool results made new; memo intake per cycle <= {:.1} MiB (distinct result texts x the memo's weight rule, staleguard::memo::weight_of)",
         recordings.len(),
         DIRS.join(", "),
         plan.len(),

@@ -66,7 +66,7 @@ fn description(arguments: &str) -> Option<String> {
 
 fn describes(description: &str, element: &Element) -> bool {
     let name = element.name.to_lowercase();
-    !name.is_empty() && description.contains(&name)
+    !name.is_empty() && description.contains(name.as_str())
 }
 
 /// Asks the guard about a call proposed after the whole `transcript`.

@@ -17,15 +17,22 @@ use quick_cache::Weighter;
 
 use crate::session::{Depth, Reading};
 
-/// The default bound: 256 MiB of derived data, about the readings of 80 MB of results.
+/// The default bound: 256 MiB of derived data, about the readings of 50 MB of results.
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
-/// Estimated bytes a reading holds once its tree parts are read: the nodes, refs, chunks and
-/// word hashes of a tree run to about three times its text. Estimated up front, because a
-/// cache entry may not change its weight.
-fn weight_of(text_bytes: usize) -> u64 {
-    (512 + 3 * text_bytes) as u64
+/// Estimated bytes a reading holds once its tree parts are read. A tree line of about 50
+/// bytes gives a canonical node (48 bytes), a ref (72), a chunk (24) and its word hashes
+/// (about 50): about four times the text, and the allocator's overhead on top. Estimated up
+/// front, because a cache entry may not change its weight; the soak bench checks it.
+pub fn weight_of(text_bytes: usize) -> u64 {
+    ENTRY_BYTES + BYTES_PER_TEXT_BYTE * text_bytes as u64
 }
+
+/// The fixed part of [`weight_of`].
+pub const ENTRY_BYTES: u64 = 1024;
+
+/// The part of [`weight_of`] for each byte of text.
+pub const BYTES_PER_TEXT_BYTE: u64 = 5;
 
 #[derive(Clone)]
 struct ByBytes;

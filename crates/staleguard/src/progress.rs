@@ -10,6 +10,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use compact_str::CompactString;
+
 use crate::config::Config;
 use crate::fingerprint::{self, Fingerprint, Node};
 use crate::observation::aria::ref_hash;
@@ -19,18 +21,19 @@ use crate::texts;
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
 
-/// An element a ref named on a page: role and name.
+/// An element a ref named on a page: role and name. Short strings are kept inline: a page
+/// has thousands of refs, and the guard keeps one of these for each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Element {
     /// Its aria role (`button`, `link`, ...).
-    pub role: String,
+    pub role: CompactString,
     /// Its accessible name.
-    pub name: String,
+    pub name: CompactString,
 }
 
 /// Refs of a page and what they name. The guard looks up every ref of every call; ref ids
 /// come from the page's server, and the hasher is keyed at random all the same.
-pub type RefMap = HashMap<String, Element, ahash::RandomState>;
+pub type RefMap = HashMap<CompactString, Element, ahash::RandomState>;
 
 /// What a browser result told about the page.
 enum Applied {
@@ -151,10 +154,10 @@ impl Page {
                 continue;
             }
             refs.insert(
-                id.to_string(),
+                CompactString::from(id),
                 Element {
-                    role: role.to_string(),
-                    name: name.to_string(),
+                    role: role.into(),
+                    name: name.into(),
                 },
             );
         }
@@ -389,7 +392,7 @@ impl Tracker {
         }
         let fingerprint = self.current;
         for id in crate::refs::targets(arguments) {
-            let Some(element) = self.page.refs.get(&id).cloned() else {
+            let Some(element) = self.page.refs.get(id.as_str()).cloned() else {
                 continue;
             };
             if !is_submit_like(&element) {
