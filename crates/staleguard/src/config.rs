@@ -17,11 +17,12 @@ use crate::tools::DEFAULT_BROWSER_TOOLS;
 /// hosts' settings (the `[proxy]` and `[mcp]` tables) are read by the hosts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Collapse old observations. Off by default: projection is opt-in.
+    /// The hosts' switch: the proxy projects only when it is on. Off by
+    /// default (SPEC 7). A library call such as [`crate::project`] projects regardless.
     pub browser_history_compaction: bool,
-    /// Keep grounded quotes from collapsed pages; `None` follows compaction.
+    /// Keep grounded quotes from collapsed pages; `None` is on (for hosts: when compaction is).
     pub evidence_retention: Option<bool>,
-    /// Track page fingerprints and stalls; `None` follows compaction.
+    /// Track page fingerprints and stalls; `None` is on (for hosts: when compaction is).
     pub progress_tracking: Option<bool>,
     /// Browser results in a row that leave the page fingerprint unchanged before the
     /// session counts as stalled and the model gets guidance (3).
@@ -131,14 +132,27 @@ impl Config {
         Ok(config)
     }
 
-    /// Whether evidence is retained, after following compaction.
+    /// Whether a host that follows the config retains evidence: compaction on, evidence
+    /// not turned off.
     pub fn evidence_enabled(&self) -> bool {
-        self.browser_history_compaction && self.evidence_retention.unwrap_or(true)
+        self.browser_history_compaction && self.evidence_on()
     }
 
-    /// Whether progress is tracked, after following compaction.
+    /// Whether a host that follows the config tracks progress: compaction on, progress not
+    /// turned off.
     pub fn progress_enabled(&self) -> bool {
-        self.browser_history_compaction && self.progress_tracking.unwrap_or(true)
+        self.browser_history_compaction && self.progress_on()
+    }
+
+    /// Whether a projection retains evidence: unless it is turned off. An explicit library
+    /// call projects whatever `browser_history_compaction` says; that switch is the hosts'.
+    pub fn evidence_on(&self) -> bool {
+        self.evidence_retention.unwrap_or(true)
+    }
+
+    /// Whether a projection tracks progress: unless it is turned off.
+    pub fn progress_on(&self) -> bool {
+        self.progress_tracking.unwrap_or(true)
     }
 
     fn apply_file(&mut self, text: &str) -> Result<(), ConfigError> {

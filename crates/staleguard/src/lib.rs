@@ -22,8 +22,9 @@
 //!     {"role": "tool", "tool_call_id": "call_2", "content": page("http://shop.test/done", "Home")},
 //! ]}).to_string();
 //!
-//! // `Config::default()` leaves compaction off (SPEC 7): a caller that projects turns it on.
-//! let config = Config { browser_history_compaction: true, ..Config::default() };
+//! // An explicit call projects: `browser_history_compaction` (off by default, SPEC 7) is for
+//! // hosts such as the proxy, which read it before they call.
+//! let config = Config::default();
 //! // A host that sees the same history on every turn keeps one memo for all its requests.
 //! let memo = Memo::default();
 //! let options = Options { memo: Some(&memo), ..Options::default() };

@@ -68,8 +68,8 @@ pub struct CallVerdict {
 /// The name the library used before the pipeline had its own module.
 pub type Projected = Projection;
 
-/// Projects `body` under `config`. With compaction off the body comes back unchanged,
-/// with the report of what projection would see.
+/// Projects `body` under `config`: the call itself is the opt-in, whatever
+/// `browser_history_compaction` says (that switch is for hosts, which read it first).
 pub fn project_request(
     body: &str,
     format: RequestFormat,
@@ -102,31 +102,23 @@ pub fn project(
     let (request, format, format_reason) = read_request(body, format)?;
     let tools = BrowserTools::new(&config.browser_tools);
     // Progress, evidence and the guard read trees: then read them with the headers.
-    let reads_trees = config.progress_enabled() || config.evidence_enabled() || options.verdicts;
+    let reads_trees = config.progress_on() || config.evidence_on() || options.verdicts;
     let depth = if reads_trees {
         Depth::Full
     } else {
         Depth::Header
     };
     let session = Session::read(request.transcript(), &tools, options.memo, depth);
-    let mut report = projection::plan(
-        &session,
-        config.browser_history_compaction,
-        config.receipt_max_bytes,
-    );
+    let mut report = projection::plan(&session, true, config.receipt_max_bytes);
     let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
-    if let (true, Some(progress)) = (config.progress_enabled(), &progress) {
+    if let (true, Some(progress)) = (config.progress_on(), &progress) {
         add_guidance(&session, progress, &mut report);
     }
     let mut evidence = EvidenceReport::default();
-    if config.evidence_enabled() {
+    if config.evidence_on() {
         evidence = add_evidence(&request, &session, &mut report, config, options.explicit);
     }
-    let body = if config.browser_history_compaction {
-        request.write(&report.edits)
-    } else {
-        body.to_string()
-    };
+    let body = request.write(&report.edits);
     Ok(Projection {
         body,
         format,
@@ -165,7 +157,7 @@ fn analyse_progress(
         return (Some(tracker.into_progress()), verdicts);
     }
     let progress = config
-        .progress_enabled()
+        .progress_on()
         .then(|| progress::steps_in(session, config.max_repeats));
     (progress, Vec::new())
 }

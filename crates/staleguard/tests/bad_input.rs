@@ -75,10 +75,13 @@ fn oddities_are_kept_and_the_rest_projected() {
 }
 
 #[test]
-fn compaction_off_is_a_pass_through() {
+fn an_explicit_call_projects_whatever_the_hosts_switch_says() {
+    // `browser_history_compaction` is off by default; it is the proxy's and the MCP guard's
+    // switch. The library call itself is the opt-in.
     let body = session("");
     let p = project_request(&body, RequestFormat::Auto, &staleguard::Config::default()).unwrap();
-    assert_eq!(p.body, body);
+    assert_ne!(p.body, body);
+    assert_eq!(p.report.collapsed(), 1);
     assert_eq!(p.report.results.len(), 2);
 }
 
