@@ -464,10 +464,6 @@ impl Relay {
         self.session.result(step, &text, &reading, failed);
         self.session.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
-        if !failed {
-            self.archive
-                .record_read(&text, &reading, self.browser_results);
-        }
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
             let page = self.session.page();
@@ -477,6 +473,11 @@ impl Relay {
                     None => scope_result(result, doc, |id| page.refs.contains_key(id)),
                 };
             }
+        }
+        if !failed {
+            // The archive keeps the text the relay read: no second copy.
+            self.archive
+                .record_read(text, &reading, self.browser_results);
         }
         if self.options.guard {
             if let Some(step) = self.session.progress().last().filter(|s| s.stalled) {

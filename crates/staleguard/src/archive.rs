@@ -97,7 +97,8 @@ impl Archive {
     }
 
     /// [`record`](Self::record), given the text's reading (which names the page and its ID).
-    pub fn record_read(&mut self, text: &str, reading: &Reading, step: usize) -> bool {
+    /// A text given as a `String` is kept as it is, not copied.
+    pub fn record_read(&mut self, text: impl Into<String>, reading: &Reading, step: usize) -> bool {
         if reading.failed {
             return false;
         }
@@ -109,7 +110,7 @@ impl Archive {
             url: header.url.clone().unwrap_or_default(),
             title: header.title.clone().unwrap_or_default(),
             step,
-            text: text.to_string(),
+            text: text.into(),
         });
         while self.entries.len() > self.keep {
             self.entries.pop_front();
