@@ -185,7 +185,7 @@ fn apply(
             let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
             let tools = BrowserTools::new(&on.browser_tools);
             let session = Session::build(wire.transcript(), &tools, None);
-            let mut plan = projection::plan(&session, true, on.receipt_max_bytes);
+            let mut plan = projection::plan(&session, on.receipt_max_bytes);
             plan.edits.retain(|e| !e.append);
             plan.edits
                 .iter_mut()
@@ -263,7 +263,7 @@ fn stale_refs(request: &str) -> usize {
     };
     let tools = BrowserTools::new(&on.browser_tools);
     let steps = Session::build(transcript, &tools, None);
-    let plan = projection::plan(&steps, true, on.receipt_max_bytes);
+    let plan = projection::plan(&steps, on.receipt_max_bytes);
     let session = Tracker::new(on.max_repeats).replay(&steps, |_, _, _, _| {});
     let mut stale = HashSet::new();
     for r in plan

@@ -5,21 +5,20 @@
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
+use staleguard::archive::Archive;
 use staleguard::guard::{self, Refusal, Verdict};
 use staleguard::progress::{self, Tracker};
-use staleguard::session::{Depth, Reading};
-use staleguard::Memo;
-
-/// The MCP guard's memo bound: one session's results are few and each arrives once, so a
-/// small memo serves the repeated snapshots of a stalled page.
-pub const DEFAULT_MEMO_BYTES: usize = 32 * 1024 * 1024;
+use staleguard::session::{Depth, Piece, Reading};
 use staleguard::tools::BrowserTools;
-use staleguard::Config;
+use staleguard::{Config, Memo};
 
 use crate::history::HISTORY_TOOL;
 use crate::scope;
 use crate::McpConfig;
-use staleguard::archive::Archive;
+
+/// The MCP guard's memo bound: one session's results are few and each arrives once, so a
+/// small memo serves the repeated snapshots of a stalled page.
+pub const DEFAULT_MEMO_BYTES: usize = 32 * 1024 * 1024;
 
 /// The prefix of the ids of the relay's own requests to the server.
 const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
@@ -450,11 +449,7 @@ impl Relay {
     fn browser_result(&mut self, message: &mut Value, step: usize) -> bool {
         let Some(result) = message.get_mut("result") else {
             // A JSON-RPC error: a failed step.
-            let text = message
-                .get("error")
-                .map(Value::to_string)
-                .unwrap_or_default();
-            self.session.result(step, &text, &self.read(&text), true);
+            self.session.failure(step);
             self.browser_results += 1;
             return false;
         };
@@ -558,11 +553,15 @@ pub fn result_text(result: &Value) -> String {
 /// merely looks like a ref stays as it is. `None` when the parts no longer add up to that
 /// text (then [`scope_result`] scans for ref tokens).
 fn scope_at_refs(result: &mut Value, doc: u32, reading: &Reading, text: &str) -> Option<bool> {
-    let mut starts = reading.tree(text).refs.iter().map(|r| match r.id {
-        staleguard::session::Piece::At(start, _) => Some(start),
-        staleguard::session::Piece::Own(_) => None,
-    });
-    let starts: Vec<usize> = starts.by_ref().collect::<Option<_>>()?;
+    let starts: Vec<usize> = reading
+        .tree(text)
+        .refs
+        .iter()
+        .map(|r| match r.id {
+            Piece::At(start, _) => Some(start),
+            Piece::Own(_) => None,
+        })
+        .collect::<Option<_>>()?;
     if starts.is_empty() || !starts.windows(2).all(|w| w[0] < w[1]) {
         return None;
     }
@@ -575,25 +574,25 @@ fn scope_at_refs(result: &mut Value, doc: u32, reading: &Reading, text: &str) ->
         .iter_mut()
         .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
     {
-        let Some(Value::String(own)) = part.get_mut("text") else {
+        let Some(Value::String(part_text)) = part.get_mut("text") else {
             continue;
         };
         // The joined text holds this part at `offset`, then a line break.
-        if text.get(offset..offset + own.len()) != Some(own.as_str()) {
+        if text.get(offset..offset + part_text.len()) != Some(part_text.as_str()) {
             return None;
         }
-        let end = offset + own.len();
+        let end = offset + part_text.len();
         let mut scoped = String::new();
         let mut done = 0;
         while let Some(start) = next.next_if(|&s| s < end) {
             let at = start.checked_sub(offset)?;
-            scoped.push_str(own.get(done..at)?);
+            scoped.push_str(part_text.get(done..at)?);
             scoped.push_str(&prefix);
             done = at;
         }
         if !scoped.is_empty() {
-            scoped.push_str(own.get(done..)?);
-            *own = scoped;
+            scoped.push_str(part_text.get(done..)?);
+            *part_text = scoped;
             changed = true;
         }
         offset = end + 1;

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 
 use crate::config::Config;
 use crate::refs::neutralise;
-use crate::session::Reading;
+use crate::session::{Reading, Session};
 use crate::texts::{self, steps_old, Named};
 use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
@@ -79,15 +79,14 @@ impl Archive {
     /// counted over its browser results.
     pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
         let tools = BrowserTools::new(&config.browser_tools);
+        let session = Session::build(transcript, &tools, None);
         let mut archive = Archive::new(usize::MAX);
-        let mut steps = 0;
-        for (_, _, result) in tools.results_in(transcript) {
-            steps += 1;
-            if !result.is_error {
-                archive.record(&result.text, steps);
+        for (at, step) in session.steps.iter().enumerate() {
+            if !step.failed {
+                archive.record_read(step.text, &step.reading, at + 1);
             }
         }
-        (archive, steps)
+        (archive, session.steps.len())
     }
 
     /// Keeps `text` if it names a page (an observation or a page report) and did not fail.

@@ -449,12 +449,8 @@ fn document_frequency<'c, 't: 'c>(
     frequency
 }
 
-/// Lower-cased words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001`
-/// and `P-0237` stay whole.
-pub fn words(text: &str) -> HashSet<String> {
-    word_iter(text).map(|w| w.to_lowercase()).collect()
-}
-
+/// Words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001` and `P-0237`
+/// stay whole.
 fn word_iter(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| {
         !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£'))
@@ -463,8 +459,9 @@ fn word_iter(text: &str) -> impl Iterator<Item = &str> {
     .filter(|w| w.chars().count() >= 3 || w.chars().any(|c| c.is_ascii_digit()))
 }
 
-/// [`words`], each hashed (64-bit xxh3 of its lower-cased form), sorted and distinct:
-/// ranking only compares words, and a hash costs no allocation for ASCII words.
+/// The words of `text` (see `word_iter`), each hashed (64-bit xxh3 of its lower-cased form),
+/// sorted and distinct: ranking only compares words, and a hash costs no allocation for
+/// ASCII words.
 pub fn word_hashes(text: &str) -> Box<[u64]> {
     let mut buf = [0u8; 64];
     let mut out: Vec<u64> = word_iter(text)

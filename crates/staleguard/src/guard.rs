@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::progress::{self, Element, Tracker};
+use crate::progress::{self, Element, Progress, Tracker};
 use crate::session::Session;
 use crate::texts;
 use crate::tools::BrowserTools;
@@ -81,7 +81,7 @@ pub fn check(transcript: &Transcript<'_>, name: &str, arguments: &str, config: &
 pub fn verdicts(transcript: &Transcript<'_>, config: &Config) -> Vec<(usize, Verdict)> {
     let tools = BrowserTools::new(&config.browser_tools);
     let session = Session::build(transcript, &tools, None);
-    verdicts_in(&session, &tools, config.max_repeats)
+    verdicts_in(&session, &tools, config.max_repeats).1
 }
 
 /// Asks the guard about a call proposed after the whole `session`.
@@ -97,17 +97,17 @@ pub fn check_session(
 }
 
 /// The verdict on every browser call of `session`, each against the session as it stood
-/// before that call: `(item index, verdict)`.
+/// before that call: `(item index, verdict)`; and the progress of the same replay.
 pub fn verdicts_in(
     session: &Session<'_>,
     tools: &BrowserTools,
     max_repeats: u32,
-) -> Vec<(usize, Verdict)> {
+) -> (Progress, Vec<(usize, Verdict)>) {
     let mut out = Vec::new();
-    Tracker::new(max_repeats).replay(session, |tracker, at, name, args| {
+    let tracker = Tracker::new(max_repeats).replay(session, |tracker, at, name, args| {
         out.push((at, check_in(tracker, name, args, tools)));
     });
-    out
+    (tracker.into_progress(), out)
 }
 
 /// Asks the guard about a call, given the session so far.

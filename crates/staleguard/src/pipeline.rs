@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
 use crate::guard::{self, Verdict};
 use crate::memo::Memo;
-use crate::progress::{self, Progress, Tracker};
+use crate::progress::{self, Progress};
 use crate::projection::{self, Edit, Plan};
 use crate::session::{Depth, Session};
 use crate::tools::BrowserTools;
@@ -109,7 +109,7 @@ pub fn project(
         Depth::Header
     };
     let session = Session::read(request.transcript(), &tools, options.memo, depth);
-    let mut report = projection::plan(&session, true, config.receipt_max_bytes);
+    let mut report = projection::plan(&session, config.receipt_max_bytes);
     let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
     if let (true, Some(progress)) = (config.progress_on(), &progress) {
         add_guidance(&session, progress, &mut report);
@@ -139,10 +139,8 @@ fn analyse_progress(
     with_verdicts: bool,
 ) -> (Option<Progress>, Vec<CallVerdict>) {
     if with_verdicts {
-        let mut verdicts = Vec::new();
-        let tracker = Tracker::new(config.max_repeats).replay(session, |t, at, name, args| {
-            verdicts.push((at, guard::check_in(t, name, args, tools)));
-        });
+        let (progress, verdicts) = guard::verdicts_in(session, tools, config.max_repeats);
+        // One verdict per browser call, in order.
         let verdicts = session
             .calls
             .iter()
@@ -154,7 +152,7 @@ fn analyse_progress(
                 verdict,
             })
             .collect();
-        return (Some(tracker.into_progress()), verdicts);
+        return (Some(progress), verdicts);
     }
     let progress = config
         .progress_on()

@@ -442,9 +442,21 @@ impl Tracker {
     /// Takes in a browser result (`failed` by its text or its wire flag): updates the page,
     /// the counter and the history.
     pub fn result(&mut self, at: usize, text: &str, reading: &Reading, failed: bool) {
-        if !failed {
-            self.apply(at, text, reading);
+        if failed {
+            return self.failure(at);
         }
+        self.apply(at, text, reading);
+        self.count_step(at);
+    }
+
+    /// Takes in a failed browser result, whose text is not read: the page stays as it was,
+    /// and the step counts.
+    pub fn failure(&mut self, at: usize) {
+        self.count_step(at);
+    }
+
+    /// Counts a progress step after a browser result.
+    fn count_step(&mut self, at: usize) {
         if self.page.confirms {
             self.submissions.iter_mut().for_each(|s| s.confirmed = true);
         }

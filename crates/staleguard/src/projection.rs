@@ -107,14 +107,13 @@ impl Plan {
     }
 }
 
-/// Plans the projection of `session`. Collapses only when `collapse` is set; the report is
-/// complete either way.
-pub fn plan(session: &Session<'_>, collapse: bool, receipt_max_bytes: usize) -> Plan {
+/// Plans the projection of `session`: every observation before the live page state
+/// collapses to its receipt, and every browser result gets its report.
+pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
     let live_from = live_start(&session.steps);
     let mut plan = Plan::default();
     for (i, step) in session.steps.iter().enumerate() {
-        let collapse =
-            collapse && step.tree_kind().is_some() && live_from.is_some_and(|start| i < start);
+        let collapse = step.tree_kind().is_some() && live_from.is_some_and(|start| i < start);
         let report = report(step, collapse, receipt_max_bytes, &mut plan.edits);
         plan.results.push(report);
     }

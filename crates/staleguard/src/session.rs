@@ -361,11 +361,6 @@ impl Reading {
                 .collect()
         })
     }
-
-    /// True when the result carries actionable refs and did not fail by its text.
-    pub fn is_observation(&self) -> bool {
-        !self.failed && self.header.as_ref().is_some_and(Header::is_observation)
-    }
 }
 
 /// How far to read a result when it is first seen.
@@ -394,12 +389,8 @@ pub struct Step<'t> {
     pub item: usize,
     /// Index of the message (or item) that carries the result in the request.
     pub message: usize,
-    /// Index of the call in the transcript.
-    pub call: usize,
     /// The browser tool called, as the request spells it.
     pub tool: &'t str,
-    /// The call's arguments, as JSON text.
-    pub arguments: &'t str,
     /// The call ID the result answers, when the wire format gives one.
     pub call_id: Option<&'t str>,
     /// The result's text.
@@ -504,9 +495,7 @@ impl<'t> Session<'t> {
                     session.steps.push(Step {
                         item,
                         message: result.message,
-                        call: pairs[item].unwrap_or(item),
                         tool: &c.name,
-                        arguments: &c.arguments,
                         call_id: result.call_id.as_deref(),
                         text,
                         images: result.images,

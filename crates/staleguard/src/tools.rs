@@ -4,11 +4,7 @@
 //! compiles them itself. Hosts that build a [`Session`](crate::Session) or ask the guard
 //! directly (the MCP guard, the CLI's `replay`) compile them once with [`BrowserTools::new`].
 
-use std::collections::HashMap;
-
 use wildmatch::WildMatch;
-
-use crate::transcript::{Item, ToolCall, ToolResult, Transcript};
 
 /// Default patterns: Playwright MCP, Chrome DevTools MCP, agent-browser and a tool named
 /// `browser`. MCP prefixes (`mcp__playwright__`, `playwright__`) are stripped before matching.
@@ -61,32 +57,6 @@ impl BrowserTools {
         self.patterns
             .iter()
             .any(|p| p.matches(base) || p.matches(name))
-    }
-
-    /// Every result of a browser call in `transcript`, in order: `(item index, call, result)`.
-    pub fn results_in<'t, 'a>(
-        &self,
-        transcript: &'t Transcript<'a>,
-    ) -> Vec<(usize, &'t ToolCall<'a>, &'t ToolResult<'a>)> {
-        let pairs = transcript.pair_calls();
-        // A request uses a handful of tool names, each matched against every pattern once.
-        let mut known: HashMap<&str, bool> = HashMap::new();
-        let mut results = Vec::new();
-        for (item, entry) in transcript.items.iter().enumerate() {
-            let Item::Result(result) = entry else {
-                continue;
-            };
-            let Some(call) = pairs[item].and_then(|c| transcript.call(c)) else {
-                continue;
-            };
-            let browser = *known
-                .entry(&call.name)
-                .or_insert_with(|| self.is_browser(&call.name));
-            if browser {
-                results.push((item, call, result));
-            }
-        }
-        results
     }
 }
 

@@ -235,15 +235,6 @@ pub fn tab_list(text: &str) -> Vec<Tab<'_>> {
         .collect()
 }
 
-/// The document identity of a tree whose refs are `ids`, for formats whose frame prefixes
-/// name documents (what a full [`parse`] puts in [`Observation::document`]); header-depth
-/// parses leave it out.
-pub fn document_of_refs<'s>(format: &str, ids: impl Iterator<Item = &'s str>) -> Option<String> {
-    (format == pw_page::NAME)
-        .then(|| pw_common::frame_document(ids))
-        .flatten()
-}
-
 /// [`parse`], at header depth: see [`ObservationFormat::parse_header`].
 pub fn parse_header(text: &str) -> Option<Observation<'_>> {
     FORMATS.iter().find_map(|f| f.parse_header(text))
