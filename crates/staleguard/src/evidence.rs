@@ -207,30 +207,30 @@ pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Se
             continue;
         }
         // A longer quote that holds kept ones replaces them.
-        let inside = kept.iter().filter(|(k, _)| k.is_inside(&candidate)).count();
-        let fits = kept.len() - inside < limits.max_items && {
-            let freed: usize = kept
-                .iter()
-                .filter(|(k, _)| k.is_inside(&candidate))
-                .map(|(_, size)| size)
-                .sum();
-            let size = candidate.size();
-            (bytes - freed + size <= limits.max_bytes).then_some((freed, size))
-        }
-        .is_some();
-        if inside > 0 {
+        let inside: Vec<bool> = kept.iter().map(|(k, _)| k.is_inside(&candidate)).collect();
+        let replaced = inside.iter().filter(|&&i| i).count();
+        let freed: usize = kept
+            .iter()
+            .zip(&inside)
+            .filter(|(_, &i)| i)
+            .map(|((_, size), _)| size)
+            .sum();
+        // Its line is rendered only when the item cap leaves room for it.
+        let size = (kept.len() - replaced < limits.max_items)
+            .then(|| candidate.size())
+            .filter(|size| bytes - freed + size <= limits.max_bytes);
+        if replaced > 0 {
             // Kept quotes inside this one move behind the others, whether it is kept or not.
             let (inner, others): (Vec<_>, Vec<_>) =
-                kept.into_iter().partition(|(k, _)| k.is_inside(&candidate));
-            kept = others;
-            if fits {
-                bytes -= inner.iter().map(|(_, size)| size).sum::<usize>();
+                kept.into_iter().zip(inside).partition(|(_, i)| *i);
+            kept = others.into_iter().map(|(k, _)| k).collect();
+            if size.is_some() {
+                bytes -= freed;
             } else {
-                kept.extend(inner);
+                kept.extend(inner.into_iter().map(|(k, _)| k));
             }
         }
-        if fits {
-            let size = candidate.size();
+        if let Some(size) = size {
             bytes += size;
             kept.push((candidate, size));
         }

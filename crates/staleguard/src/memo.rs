@@ -77,18 +77,16 @@ impl Memo {
 
     /// The key of `text` in this memo: a seeded 128-bit hash of its bytes.
     pub fn key(&self, text: &str) -> u128 {
-        xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), self.seed)
+        content_key(text, self.seed)
     }
 
     /// The reading of `text`, whose [`key`](Self::key) is `key`: the one kept, or a new
     /// one, kept from now on.
     pub fn reading(&self, key: u128, text: &str, depth: Depth) -> Arc<Reading> {
-        if let Some(found) = self.cache.get(&key) {
-            // 128 bits make a collision unlikely; the length check makes a wrong hit on
-            // text of another size impossible.
-            if found.bytes == text.len() {
-                return found;
-            }
+        if let Some(found) = self.cache.get(&key).filter(|r| r.bytes == text.len()) {
+            // 128 bits make a collision unlikely; the length check (see `Reading::bytes`)
+            // makes a wrong hit on text of another size impossible.
+            return found;
         }
         let reading = Arc::new(depth.read(text));
         // A reading larger than the whole memo is used once and not kept.
@@ -123,6 +121,11 @@ impl Default for Memo {
     fn default() -> Self {
         Memo::new(DEFAULT_MEMO_BYTES)
     }
+}
+
+/// The content address of `text` under `seed`: a 128-bit hash of its bytes.
+pub(crate) fn content_key(text: &str, seed: u64) -> u128 {
+    xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), seed)
 }
 
 /// A seed no page can know: drawn from the standard library's per-process random keys.

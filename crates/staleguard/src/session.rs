@@ -484,14 +484,19 @@ impl<'t> Session<'t> {
                         continue;
                     }
                     let text: &str = &result.text;
-                    let key = xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), seed);
-                    let reading = local
-                        .entry(key)
-                        .or_insert_with(|| match memo {
-                            Some(memo) => memo.reading(key, text, depth),
-                            None => Arc::new(depth.read(text)),
-                        })
-                        .clone();
+                    let key = crate::memo::content_key(text, seed);
+                    // The same length check as the memo's: a hit on text of another size is no hit.
+                    let reading = match local.get(&key).filter(|r| r.bytes == text.len()) {
+                        Some(reading) => reading.clone(),
+                        None => {
+                            let reading = match memo {
+                                Some(memo) => memo.reading(key, text, depth),
+                                None => Arc::new(depth.read(text)),
+                            };
+                            local.insert(key, reading.clone());
+                            reading
+                        }
+                    };
                     session.steps.push(Step {
                         item,
                         message: result.message,
