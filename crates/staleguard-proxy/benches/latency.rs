@@ -6,11 +6,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::Router;
 use serde_json::{json, Value};
 use staleguard::Config;
-use staleguard_proxy::{Route, Routes, Settings};
+use support::{proxy, upstream};
+
+mod support;
 
 const TARGET_BYTES: usize = 1024 * 1024;
 const ROUNDS: usize = 200;
@@ -59,33 +59,15 @@ fn turn(body: &str, round: usize) -> String {
     v.to_string()
 }
 
-/// A proxy in front of `upstream` with a memo of `memo_bytes` (0: off).
-async fn proxy(upstream: std::net::SocketAddr, memo_bytes: usize) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let settings = Settings {
-        routes: Routes(vec![
-            Route::everything(&format!("http://{upstream}")).expect("route")
-        ]),
-        fail_closed: false,
-        max_body_bytes: 64 << 20,
-        upstream_timeout: Duration::from_secs(30),
-        memo_bytes,
-        staleguard: Config {
-            browser_history_compaction: true,
-            evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),
-            progress_tracking: std::env::var("PROGRESS").ok().map(|v| v == "on"),
-            ..Config::default()
-        },
-    };
-    tokio::spawn(staleguard_proxy::serve(
-        settings,
-        listener,
-        std::future::pending(),
-    ));
-    addr
+/// Projection with the defaults, or with evidence and progress as `EVIDENCE` and
+/// `PROGRESS` say (`on` or anything else).
+fn config() -> Config {
+    Config {
+        browser_history_compaction: true,
+        evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),
+        progress_tracking: std::env::var("PROGRESS").ok().map(|v| v == "on"),
+        ..Config::default()
+    }
 }
 
 async fn send(client: &reqwest::Client, addr: std::net::SocketAddr, body: String) -> Duration {
@@ -123,16 +105,9 @@ async fn throughput(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let up_addr = upstream.local_addr().expect("addr");
-    let scripted = Router::new().fallback(|body: Bytes| async move {
-        format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"received {} bytes"}},"finish_reason":"stop"}}]}}"#, body.len())
-    });
-    tokio::spawn(async move { axum::serve(upstream, scripted).await });
-    let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES).await;
-    let cold = proxy(up_addr, 0).await;
+    let up_addr = upstream().await;
+    let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES, config()).await;
+    let cold = proxy(up_addr, 0, config()).await;
     let body = request();
     let client = reqwest::Client::new();
     for i in 0..10 {

@@ -20,12 +20,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
-use axum::http::Uri;
-use axum::Router;
 use serde_json::Value;
 use staleguard::{Config, RequestFormat};
-use staleguard_proxy::{Route, Routes, Settings};
+use support::{proxy, upstream};
+
+mod support;
 
 const DIRS: [&str; 3] = ["pwmcp-0.0.41", "pwmcp-0.0.83", "cdmcp-1.11.0"];
 const REPORT_EVERY: Duration = Duration::from_secs(30);
@@ -248,45 +247,6 @@ struct Stats {
     intake: AtomicU64,
 }
 
-async fn upstream() -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let scripted = Router::new().fallback(|uri: Uri, body: Bytes| async move {
-        if uri.path().ends_with("/messages") {
-            format!(r#"{{"id":"msg_1","type":"message","role":"assistant","model":"soak","content":[{{"type":"text","text":"received {} bytes"}}],"stop_reason":"end_turn","usage":{{"input_tokens":1,"output_tokens":1}}}}"#, body.len())
-        } else {
-            format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"received {} bytes"}},"finish_reason":"stop"}}]}}"#, body.len())
-        }
-    });
-    tokio::spawn(async move { axum::serve(listener, scripted).await });
-    addr
-}
-
-async fn proxy(upstream: std::net::SocketAddr, memo_bytes: usize) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let settings = Settings {
-        routes: Routes(vec![
-            Route::everything(&format!("http://{upstream}")).expect("route")
-        ]),
-        fail_closed: false,
-        max_body_bytes: 64 << 20,
-        upstream_timeout: Duration::from_secs(30),
-        memo_bytes,
-        staleguard: config(),
-    };
-    tokio::spawn(staleguard_proxy::serve(
-        settings,
-        listener,
-        std::future::pending(),
-    ));
-    addr
-}
-
 fn config() -> Config {
     Config {
         browser_history_compaction: true,
@@ -449,7 +409,7 @@ async fn main() {
         plan.iter().map(|t| t.new_bytes).sum(),
     );
     let up = upstream().await;
-    let proxy = proxy(up, args.memo_bytes).await;
+    let proxy = proxy(up, args.memo_bytes, config()).await;
     let memo = args.memo_bytes as u64;
     println!(
         "soak: {} recordings ({}), {} requests per cycle (every session turn by turn), each cycle's tool results made new; memo intake per cycle <= {:.1} MiB (distinct result texts x the memo's weight rule, staleguard::memo::weight_of)",
