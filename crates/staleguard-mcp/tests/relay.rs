@@ -321,15 +321,20 @@ fn a_snapshot_never_answered_is_given_up() {
     assert!(r.give_up_waiting().is_empty());
 }
 
-#[test]
-fn page_text_that_looks_like_a_ref_is_not_scoped() {
-    let mut r = relay();
+/// The client's `browser_navigate` call to the shop (id 1), through the relay.
+fn navigate_to_shop(r: &mut Relay) -> Vec<Output> {
     let navigate = call(
         json!(1),
         "browser_navigate",
         json!({"url": "http://shop.test/"}),
     );
-    assert_eq!(to_server(&r.from_client(&line(&navigate))).len(), 1);
+    r.from_client(&line(&navigate))
+}
+
+#[test]
+fn page_text_that_looks_like_a_ref_is_not_scoped() {
+    let mut r = relay();
+    assert_eq!(to_server(&navigate_to_shop(&mut r)).len(), 1);
     let page = tree(
         "http://shop.test/",
         "- button \"Buy\" [ref=e1]\n- paragraph [ref=e2]: press [ref=e1] to buy",
@@ -358,12 +363,7 @@ fn page_text_that_looks_like_a_ref_is_not_scoped() {
 #[test]
 fn refs_are_scoped_in_whichever_text_part_holds_them() {
     let mut r = relay();
-    let navigate = call(
-        json!(1),
-        "browser_navigate",
-        json!({"url": "http://shop.test/"}),
-    );
-    r.from_client(&line(&navigate));
+    navigate_to_shop(&mut r);
     let page = tree("http://shop.test/", "- button \"Buy\" [ref=e1]");
     let parts = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [
         {"type": "text", "text": "Clicked [ref=e1] earlier"},
