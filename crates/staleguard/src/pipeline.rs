@@ -111,12 +111,15 @@ pub fn project(
     let session = Session::read(request.transcript(), &tools, options.memo, depth);
     let mut report = projection::plan(&session, config.receipt_max_bytes);
     let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
-    if let (true, Some(progress)) = (config.progress_on(), &progress) {
-        add_guidance(&session, progress, &mut report);
+    // Guidance and evidence ride on the newest non-failed browser result.
+    let target = evidence::target(&session, &report);
+    if let (true, Some(progress), Some(target)) = (config.progress_on(), &progress, target) {
+        add_guidance(progress, target, &mut report);
     }
     let mut evidence = EvidenceReport::default();
-    if config.evidence_on() {
-        evidence = add_evidence(&request, &session, &mut report, config, options.explicit);
+    if let (true, Some(target)) = (config.evidence_on(), target) {
+        let explicit = options.explicit;
+        evidence = add_evidence(&request, &session, &mut report, config, explicit, target);
     }
     let body = request.write(&report.edits);
     Ok(Projection {
@@ -160,10 +163,10 @@ fn analyse_progress(
     (progress, Vec::new())
 }
 
-/// Appends the no-progress guidance to the newest non-failed browser result when the session
-/// is stalled.
-fn add_guidance(session: &Session<'_>, progress: &Progress, plan: &mut Plan) {
-    let (Some(step), Some(target)) = (progress.last(), evidence::target(session, plan)) else {
+/// Appends the no-progress guidance to `target`, the newest non-failed browser result, when
+/// the session is stalled.
+fn add_guidance(progress: &Progress, target: usize, plan: &mut Plan) {
+    let Some(step) = progress.last() else {
         return;
     };
     if step.stalled {
@@ -175,18 +178,16 @@ fn add_guidance(session: &Session<'_>, progress: &Progress, plan: &mut Plan) {
     }
 }
 
-/// Selects evidence and appends its block to the newest non-failed browser result, within
-/// the request budget.
+/// Selects evidence, with the host's `explicit` items, and appends its block to `target`,
+/// the newest non-failed browser result, within the request budget.
 fn add_evidence(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
     config: &Config,
     explicit: &[EvidenceItem],
+    target: usize,
 ) -> EvidenceReport {
-    let Some(target) = evidence::target(session, plan) else {
-        return EvidenceReport::default();
-    };
     let g = evidence::gather(request.transcript(), session, plan);
     let limits = evidence::Limits {
         max_bytes: config.evidence_max_bytes,
