@@ -108,39 +108,51 @@ async fn main() {
     let up_addr = upstream().await;
     let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES, config()).await;
     let cold = proxy(up_addr, 0, config()).await;
+    // The hop alone: a proxy that forwards without projecting.
+    let off = Config {
+        browser_history_compaction: false,
+        ..config()
+    };
+    let hop = proxy(up_addr, 0, off).await;
     let body = request();
     let client = reqwest::Client::new();
     for i in 0..10 {
         send(&client, up_addr, turn(&body, i)).await;
         send(&client, warm, turn(&body, i)).await;
         send(&client, cold, turn(&body, i)).await;
+        send(&client, hop, turn(&body, i)).await;
     }
-    let (mut direct, mut warmed, mut colds) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut direct, mut warmed, mut colds, mut hops) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 10..10 + ROUNDS {
         // Each turn brings one result the warm proxy has not seen.
         let next = turn(&body, round);
         direct.push(send(&client, up_addr, next.clone()).await);
         warmed.push(send(&client, warm, next.clone()).await);
-        colds.push(send(&client, cold, next).await);
+        colds.push(send(&client, cold, next.clone()).await);
+        hops.push(send(&client, hop, next).await);
     }
-    for list in [&mut direct, &mut warmed, &mut colds] {
+    for list in [&mut direct, &mut warmed, &mut colds, &mut hops] {
         list.sort();
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{} byte request, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm) and with the memo off (cold), interleaved:",
+        "{} byte request, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
         body.len()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
         let d = percentile(&direct, p);
         let (w, c) = (percentile(&warmed, p), percentile(&colds, p));
+        let h = percentile(&hops, p);
         println!(
-            "  {name}: direct {:.2} ms; warm {:.2} ms (added {:.2} ms); cold {:.2} ms (added {:.2} ms)",
+            "  {name}: direct {:.2} ms; warm {:.2} ms (added {:.2} ms); cold {:.2} ms (added {:.2} ms); hop {:.2} ms (added {:.2} ms)",
             ms(d),
             ms(w),
             ms(w) - ms(d),
             ms(c),
-            ms(c) - ms(d)
+            ms(c) - ms(d),
+            ms(h),
+            ms(h) - ms(d)
         );
     }
     let n = 100;

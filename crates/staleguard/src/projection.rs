@@ -9,7 +9,6 @@
 //! projects a session step by step.
 
 use crate::observation::TreeKind;
-use crate::receipt::{self, ReceiptInput};
 use crate::session::{Session, Step};
 
 /// What a browser result is, after projection.
@@ -148,18 +147,13 @@ fn report(
     let status = status_of(step, collapse);
     let mut bytes_after = step.text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
-    if let (true, Some(header)) = (collapse, &reading.header) {
-        let images = step.images + header.images;
-        let input = ReceiptInput {
-            id: &reading.id,
-            tool: step.tool,
-            header,
-            images_dropped: images,
-        };
-        let collapsed = receipt::collapse_with(&input, &reading.verification, receipt_max_bytes);
+    let receipt = collapse
+        .then(|| reading.receipt(step.tool, step.images, receipt_max_bytes))
+        .flatten();
+    if let (Some(collapsed), Some(header)) = (receipt, &reading.header) {
         bytes_after = collapsed.len();
         refs_withheld = header.refs;
-        images_dropped = images;
+        images_dropped = step.images + header.images;
         edits.push(Edit {
             item: step.item,
             text: collapsed,

@@ -303,6 +303,17 @@ pub struct Reading {
     pub bytes: usize,
     tree: OnceLock<TreeParts>,
     words: OnceLock<Vec<Box<[u64]>>>,
+    receipt: OnceLock<KeptReceipt>,
+}
+
+/// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
+/// on every later turn, nearly always by the same tool under the same config.
+#[derive(Debug)]
+struct KeptReceipt {
+    tool: Box<str>,
+    images: usize,
+    max_bytes: usize,
+    text: String,
 }
 
 impl Reading {
@@ -339,6 +350,34 @@ impl Reading {
             bytes: text.len(),
             tree,
             words: OnceLock::new(),
+            receipt: OnceLock::new(),
+        }
+    }
+
+    /// The collapsed form of this reading's observation, produced by `tool` with `images`
+    /// images beside its text: rendered once and kept for those inputs; other inputs are
+    /// rendered afresh. `None` when the reading names no page.
+    pub(crate) fn receipt(&self, tool: &str, images: usize, max_bytes: usize) -> Option<String> {
+        let header = self.header.as_ref()?;
+        let render = || {
+            let input = receipt::ReceiptInput {
+                id: &self.id,
+                tool,
+                header,
+                images_dropped: images + header.images,
+            };
+            receipt::collapse_with(&input, &self.verification, max_bytes)
+        };
+        let kept = self.receipt.get_or_init(|| KeptReceipt {
+            tool: tool.into(),
+            images,
+            max_bytes,
+            text: render(),
+        });
+        if (&*kept.tool, kept.images, kept.max_bytes) == (tool, images, max_bytes) {
+            Some(kept.text.clone())
+        } else {
+            Some(render())
         }
     }
 
@@ -604,6 +643,29 @@ mod tests {
         project(body, RequestFormat::Auto, config, options).expect("projects");
         let after = counts();
         (after.0 - before.0, after.1 - before.1)
+    }
+
+    /// A kept receipt is only reused for the inputs it was rendered for.
+    #[test]
+    fn kept_receipts_match_a_fresh_rendering() {
+        let text = "### Page state\n- Page URL: http://a.test/\n- Page Title: A\n```yaml\n- button \"Go\" [ref=e1]\n```";
+        let reading = Reading::new(text);
+        let fresh = |tool: &str, images: usize, max: usize| {
+            Reading::new(text).receipt(tool, images, max)
+        };
+        let cases = [
+            ("browser_click", 0, 4096),
+            ("browser_snapshot", 0, 4096),
+            ("browser_click", 2, 4096),
+            ("browser_click", 0, 40),
+            ("browser_click", 0, 4096),
+        ];
+        for (tool, images, max) in cases {
+            let kept = reading.receipt(tool, images, max);
+            let whole = max < 100 || kept.as_deref().is_some_and(|r| r.contains(tool));
+            assert!(whole, "{kept:?}");
+            assert_eq!(kept, fresh(tool, images, max), "{tool} {images} {max}");
+        }
     }
 
     #[test]
