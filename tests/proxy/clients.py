@@ -7,16 +7,21 @@ One call, one JSON line on standard output; the exit status is 1 when the call f
     clients.py anthropic-messages     BASE_URL BODY_FILE [--stream] ...
     clients.py anthropic-count-tokens BASE_URL BODY_FILE ...
     clients.py raw METHOD URL [--body-file F] [--header K:V]... [--encoding gzip|zstd]
+    clients.py metrics URL    GET a Prometheus text page and parse it with prometheus_client
 Several calls in one process (importing the SDKs is slow), one JSON line per call, exit 0:
     clients.py batch FILE     FILE is a JSON list of {"cmd", "base_url" | "url", "body_file",
-                              "stream", "headers", "method", "encoding", "timeout"}
+                              "stream", "include_usage", "headers", "method", "encoding", "timeout"}
 Many concurrent streams through one AsyncOpenAI client; exit 1 unless every stream got its own echo:
     clients.py load BASE_URL N
 A Responses request built from a Chat Completions request:
     clients.py chat-to-responses IN_FILE OUT_FILE
 
 A call's line: {"ok", "status", "headers", "text", "events", "event_types", "first_event_s",
-"total_s", "input_tokens", "error", "body"}; times in seconds from the start of the call.
+"total_s", "input_tokens", "usage", "error", "body"}; times in seconds from the start of the
+call. "usage" lists the usage objects the SDK parsed, in the order they came (a JSON answer's
+one; a stream's from every event that carries one), each with exactly the fields it was sent.
+A metrics line: {"ok", "status", "content_type", "families": {name: {"type", "documentation",
+"samples": [[sample name, labels, value]]}}, "error"}.
 """
 
 import argparse
@@ -53,11 +58,13 @@ def pick(body, keys):
     return {k: body[k] for k in keys if k in body}
 
 
-def sdk_call(cmd, base_url, body, stream, headers, timeout):
+def sdk_call(cmd, base_url, body, stream, headers, timeout, include_usage=False):
     """Calls the SDK; returns (raw response, parsed result)."""
     extra = {"extra_headers": headers} if headers else {}
     if stream:
         extra["stream"] = True
+    if include_usage:
+        extra["stream_options"] = {"include_usage": True}
     if cmd == "openai-chat":
         api = openai_client(base_url, timeout).chat.completions.with_raw_response
         raw = api.create(**pick(body, ("model", "messages", "tools")), **extra)
@@ -89,6 +96,26 @@ def delta_text(cmd, event):
     return "", kind
 
 
+def dumped(usage):
+    """A parsed usage object with the fields the answer had, nested ones included."""
+    return usage.model_dump(mode="json", exclude_unset=True)
+
+
+def usage_of(cmd, event):
+    """The usage object an SSE event carries, or None."""
+    if cmd == "openai-chat":
+        return getattr(event, "usage", None)
+    kind = getattr(event, "type", None)
+    if cmd == "openai-responses":
+        response = getattr(event, "response", None)
+        return getattr(response, "usage", None)
+    if kind == "message_start":
+        return event.message.usage
+    if kind == "message_delta":
+        return event.usage
+    return None
+
+
 def status_error_types():
     types = []
     for name in ("openai", "anthropic"):
@@ -98,16 +125,16 @@ def status_error_types():
     return types
 
 
-def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0):
+def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0, include_usage=False):
     with open(body_file, encoding="utf-8") as f:
         body = json.load(f)
     out = {"cmd": cmd, "ok": False, "status": None, "headers": {}, "text": None, "events": 0,
-           "event_types": [], "first_event_s": None, "total_s": None, "error": None}
+           "event_types": [], "first_event_s": None, "total_s": None, "usage": [], "error": None}
     # Import the SDK before the clock starts: importing takes seconds.
     __import__("openai" if cmd.startswith("openai") else "anthropic")
     start = time.monotonic()
     try:
-        raw, parsed = sdk_call(cmd, base_url, body, stream, headers or {}, timeout)
+        raw, parsed = sdk_call(cmd, base_url, body, stream, headers or {}, timeout, include_usage)
         out["status"] = raw.status_code
         out["headers"] = headers_of(raw)
         if stream:
@@ -120,6 +147,9 @@ def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0):
                     piece, kind = delta_text(cmd, event)
                     text.append(piece)
                     out["event_types"].append(kind)
+                    usage = usage_of(cmd, event)
+                    if usage is not None:
+                        out["usage"].append(dumped(usage))
             except Exception as e:  # a stream that ends early: the events so far, and why
                 out["error"] = f"{type(e).__name__}: {e}"
             out["text"] = "".join(text)
@@ -131,6 +161,8 @@ def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0):
             out["text"] = "".join(b.text for b in parsed.content if getattr(b, "type", None) == "text")
         else:
             out["input_tokens"] = parsed.input_tokens
+        if not stream and getattr(parsed, "usage", None) is not None:
+            out["usage"].append(dumped(parsed.usage))
         out["ok"] = out["error"] is None
     except Exception as e:
         out["error"] = f"{type(e).__name__}: {e}"
@@ -185,12 +217,40 @@ def run_raw(method, url, body_file=None, headers=None, encoding=None, timeout=30
     return out
 
 
+def run_metrics(url, timeout=30.0):
+    """GETs a metrics page and parses it as the Prometheus text format; a page that does not
+    parse is an error."""
+    from prometheus_client.parser import text_string_to_metric_families
+    out = {"cmd": "metrics", "ok": False, "status": None, "content_type": None, "families": {},
+           "error": None}
+    fetched = run_raw("GET", url, timeout=timeout)
+    out["status"] = fetched["status"]
+    out["content_type"] = fetched["headers"].get("content-type")
+    if fetched["error"]:
+        out["error"] = fetched["error"]
+        return out
+    try:
+        for family in text_string_to_metric_families(fetched["body"]):
+            out["families"][family.name] = {
+                "type": family.type,
+                "documentation": family.documentation,
+                "samples": [[s.name, s.labels, s.value] for s in family.samples],
+            }
+        out["ok"] = True
+    except Exception as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+        out["body"] = fetched["body"]
+    return out
+
+
 def run_entry(entry):
+    if entry["cmd"] == "metrics":
+        return run_metrics(entry["url"], entry.get("timeout", 30.0))
     if entry["cmd"] == "raw":
         return run_raw(entry.get("method", "POST"), entry["url"], entry.get("body_file"),
                        entry.get("headers"), entry.get("encoding"), entry.get("timeout", 30.0))
     return run_sdk(entry["cmd"], entry["base_url"], entry["body_file"], entry.get("stream", False),
-                   entry.get("headers"), entry.get("timeout", 30.0))
+                   entry.get("headers"), entry.get("timeout", 30.0), entry.get("include_usage", False))
 
 
 async def load(base_url, n):
@@ -267,6 +327,8 @@ def main():
     p.add_argument("--header", action="append")
     p.add_argument("--encoding", choices=("gzip", "zstd"))
     p.add_argument("--timeout", type=float, default=30.0)
+    p = sub.add_parser("metrics")
+    p.add_argument("url")
     p = sub.add_parser("batch")
     p.add_argument("file")
     p = sub.add_parser("load")
@@ -293,7 +355,9 @@ def main():
         with open(args.output, "w", encoding="utf-8") as f:
             json.dump(chat_to_responses(chat), f)
         return 0
-    if args.cmd == "raw":
+    if args.cmd == "metrics":
+        out = run_metrics(args.url)
+    elif args.cmd == "raw":
         out = run_raw(args.method, args.url, args.body_file, header_pairs(args.header), args.encoding, args.timeout)
     else:
         out = run_sdk(args.cmd, args.base_url, args.body_file, args.stream, header_pairs(args.header), args.timeout)

@@ -24,15 +24,26 @@ Request headers that script the answer:
       reset send the headers and one SSE event, then close the socket abruptly (TCP RST)
       slow  sleep x-scripted-slow-secs (default 5) before answering normally
   x-scripted-pause-ms: pause between SSE events (default 300)
+  x-scripted-encoding: gzip | zstd   compress the answer (an SSE stream event by event, flushed)
+
+Every answer carries the `usage` the provider would send, cache fields included: the prompt is
+counted as one token per 4 request bytes; OpenAI reports the part of it read from its cache
+(in 128-token steps, from 1,024 tokens on), Anthropic the parts read from and written to it.
+Chat Completions streams carry usage in a last chunk only with `stream_options.include_usage`,
+and then `"usage": null` on every other chunk. Each record says what was sent: `usage_sent`
+(the usage objects in the order they went out) and `billed` (`cache_read`, `cache_write` and
+`uncached` input tokens).
 """
 
 import base64
+import gzip
 import json
 import socket
 import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
@@ -94,9 +105,79 @@ def split_text(text, pieces=3):
     return [c if i == 0 else " " + c for i, c in enumerate(chunks)]
 
 
+# ---------------------------------------------------------------- usage
+
+class Bill:
+    """The prompt of one request as a provider bills it, and the usage objects sent for it."""
+
+    def __init__(self, request_bytes, text):
+        self.prompt = max(1, request_bytes // 4)
+        self.output = len(text.split())
+        self.sent = []
+
+    def openai_cached(self):
+        return (self.prompt * 3 // 4) // 128 * 128 if self.prompt >= 1024 else 0
+
+    def anthropic_split(self):
+        read = self.prompt * 3 // 5
+        written = self.prompt // 5
+        return read, written, self.prompt - read - written
+
+    def billed(self, provider):
+        if provider == "anthropic":
+            read, written, uncached = self.anthropic_split()
+            return {"cache_read": read, "cache_write": written, "uncached": uncached}
+        cached = self.openai_cached()
+        return {"cache_read": cached, "cache_write": 0, "uncached": self.prompt - cached}
+
+    def send(self, usage):
+        self.sent.append(usage)
+        return usage
+
+    def chat(self):
+        return self.send({
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.output,
+            "total_tokens": self.prompt + self.output,
+            "prompt_tokens_details": {"cached_tokens": self.openai_cached(), "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                          "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+        })
+
+    def responses(self):
+        return self.send({
+            "input_tokens": self.prompt,
+            "input_tokens_details": {"cached_tokens": self.openai_cached()},
+            "output_tokens": self.output,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.prompt + self.output,
+        })
+
+    def messages(self, output_tokens=None):
+        read, written, uncached = self.anthropic_split()
+        return self.send({
+            "input_tokens": uncached,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "cache_creation": {"ephemeral_5m_input_tokens": written, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": self.output if output_tokens is None else output_tokens,
+            "service_tier": "standard",
+        })
+
+    def message_delta(self):
+        # Counts in message_delta are cumulative; the input ones repeat message_start's.
+        read, written, uncached = self.anthropic_split()
+        return self.send({
+            "input_tokens": uncached,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+            "output_tokens": self.output,
+        })
+
+
 # ---------------------------------------------------------------- OpenAI Chat Completions
 
-def chat_json(body, number, text):
+def chat_json(body, number, text, bill):
     model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
     return {
         "id": f"chatcmpl-scripted-{number}",
@@ -109,32 +190,41 @@ def chat_json(body, number, text):
             "logprobs": None,
             "finish_reason": "stop",
         }],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": bill.chat(),
     }
 
 
-def chat_events(body, number, text):
+def chat_events(body, number, text, bill):
     model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
+    options = body.get("stream_options") if isinstance(body, dict) else None
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
 
-    def chunk(delta, finish=None):
-        return {
+    def chunk(delta, finish=None, choices=True):
+        data = {
             "id": f"chatcmpl-scripted-{number}",
             "object": "chat.completion.chunk",
             "created": 1700000000,
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
         }
+        if include_usage:
+            data["usage"] = None
+        return data
 
     yield None, chunk({"role": "assistant", "content": ""})
     for piece in split_text(text):
         yield None, chunk({"content": piece})
     yield None, chunk({}, "stop")
+    if include_usage:
+        last = chunk({}, choices=False)
+        last["usage"] = bill.chat()
+        yield None, last
     yield None, "[DONE]"
 
 
 # ---------------------------------------------------------------- OpenAI Responses
 
-def responses_json(body, number, text, status="completed"):
+def responses_json(body, number, text, bill=None, status="completed"):
     model = body.get("model", "gpt-scripted") if isinstance(body, dict) else "gpt-scripted"
     output = []
     if text is not None:
@@ -155,13 +245,11 @@ def responses_json(body, number, text, status="completed"):
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-                  "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}},
+        "usage": bill.responses() if bill is not None else None,
     }
 
 
-def responses_events(body, number, text):
+def responses_events(body, number, text, bill):
     seq = [0]
 
     def event(kind, **fields):
@@ -186,12 +274,12 @@ def responses_events(body, number, text):
     yield event("response.content_part.done", item_id=item_id, output_index=0, content_index=0, part=part)
     done = dict(item, status="completed", content=[part])
     yield event("response.output_item.done", output_index=0, item=done)
-    yield event("response.completed", response=responses_json(body, number, text))
+    yield event("response.completed", response=responses_json(body, number, text, bill))
 
 
 # ---------------------------------------------------------------- Anthropic Messages
 
-def messages_json(body, number, text):
+def messages_json(body, number, text, bill):
     model = body.get("model", "claude-scripted") if isinstance(body, dict) else "claude-scripted"
     return {
         "id": f"msg_scripted_{number}",
@@ -201,16 +289,16 @@ def messages_json(body, number, text):
         "content": [{"type": "text", "text": text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "usage": bill.messages(),
     }
 
 
-def messages_events(body, number, text):
+def messages_events(body, number, text, bill):
     model = body.get("model", "claude-scripted") if isinstance(body, dict) else "claude-scripted"
     start = {
         "id": f"msg_scripted_{number}", "type": "message", "role": "assistant", "model": model,
         "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1},
+        "usage": bill.messages(output_tokens=1),
     }
     yield "message_start", {"type": "message_start", "message": start}
     yield "content_block_start", {"type": "content_block_start", "index": 0,
@@ -220,7 +308,7 @@ def messages_events(body, number, text):
                                       "delta": {"type": "text_delta", "text": piece}}
     yield "content_block_stop", {"type": "content_block_stop", "index": 0}
     yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                            "usage": {"output_tokens": 5}}
+                            "usage": bill.message_delta()}
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -267,8 +355,11 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def send_json(self, status, obj, extra_headers=()):
+    def send_json(self, status, obj, extra_headers=(), encoding=None):
         data = json.dumps(obj).encode()
+        if encoding:
+            data = Compressor(encoding).whole(data)
+            extra_headers = list(extra_headers) + [("Content-Encoding", encoding)]
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -279,8 +370,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def start_stream(self):
+    def start_stream(self, encoding=None):
         self.send_response(200)
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
@@ -315,14 +408,16 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ requests
 
     def record(self, body):
+        rec = {
+            "method": self.command,
+            "path": self.path,
+            "headers": [[k, v] for k, v in self.headers.items()],
+            "body": body.decode("utf-8", errors="replace"),
+            "body_b64": base64.b64encode(body).decode(),
+        }
         with LOCK:
-            RECORDS.append({
-                "method": self.command,
-                "path": self.path,
-                "headers": [[k, v] for k, v in self.headers.items()],
-                "body": body.decode("utf-8", errors="replace"),
-                "body_b64": base64.b64encode(body).decode(),
-            })
+            RECORDS.append(rec)
+        return rec
 
     def do_GET(self):
         self.handle_any(b"")
@@ -353,7 +448,7 @@ class Handler(BaseHTTPRequestHandler):
                 RECORDS.clear()
             return self.send_json(200, {"ok": True})
 
-        self.record(body)
+        rec = self.record(body)
         number = next_number()
         fault = (self.headers.get("x-scripted-fault") or "").strip().lower()
         pause = int(self.headers.get("x-scripted-pause-ms") or 300) / 1000.0
@@ -384,20 +479,57 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"input_tokens": max(1, len(body) // 4)})
 
         text = echo_text(parsed, number)
-        stream = isinstance(parsed, dict) and parsed.get("stream") is True
+        bill = Bill(len(body), text)
+        with LOCK:
+            rec["usage_sent"] = bill.sent
+            rec["billed"] = bill.billed(provider)
+        encoding = (self.headers.get("x-scripted-encoding") or "").strip().lower() or None
+        request = parsed if isinstance(parsed, dict) else {}
+        stream = request.get("stream") is True
         if not stream and fault != "reset":
-            return self.send_json(200, answer(parsed if isinstance(parsed, dict) else {}, number, text))
+            return self.send_json(200, answer(request, number, text, bill), encoding=encoding)
 
-        self.start_stream()
-        for i, (name, data) in enumerate(events(parsed if isinstance(parsed, dict) else {}, number, text)):
+        self.start_stream(encoding)
+        compressor = Compressor(encoding) if encoding else None
+        for i, (name, data) in enumerate(events(request, number, text, bill)):
             if i > 0:
                 time.sleep(pause)
-            self.send_chunk(self.sse(name, data))
+            event = self.sse(name, data)
+            self.send_chunk(compressor.flushed(event) if compressor else event)
             if fault == "reset":
                 time.sleep(0.05)
                 return self.reset_connection()
+        tail = compressor.end() if compressor else b""
+        if tail:
+            self.send_chunk(tail)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+class Compressor:
+    """gzip or zstd for a whole answer, or for a stream flushed event by event."""
+
+    def __init__(self, encoding):
+        if encoding == "gzip":
+            self.z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        elif encoding == "zstd":
+            import zstandard
+            self.z = zstandard.ZstdCompressor().compressobj()
+        else:
+            raise ValueError(f"x-scripted-encoding {encoding!r} is not gzip or zstd")
+        self.encoding = encoding
+
+    def whole(self, data):
+        return gzip.compress(data) if self.encoding == "gzip" else self.flushed(data) + self.end()
+
+    def flushed(self, data):
+        if self.encoding == "gzip":
+            return self.z.compress(data) + self.z.flush(zlib.Z_SYNC_FLUSH)
+        import zstandard
+        return self.z.compress(data) + self.z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+
+    def end(self):
+        return self.z.flush()
 
 
 class Server(ThreadingHTTPServer):

@@ -31,6 +31,10 @@ pub struct ProxyArgs {
     /// has seen (default 256 MiB; 0 turns the memo off). Answers do not depend on it.
     #[arg(long, value_name = "N")]
     memo_bytes: Option<usize>,
+    /// Path of GET requests the proxy answers with its metrics instead of forwarding them
+    /// (default /metrics; an empty value forwards that path too).
+    #[arg(long, value_name = "PATH")]
+    metrics_path: Option<String>,
     /// Log one JSON object per line.
     #[arg(long)]
     log_json: bool,
@@ -74,6 +78,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             .memo_bytes
             .or(file.memo_bytes)
             .unwrap_or(staleguard::memo::DEFAULT_MEMO_BYTES),
+        metrics_path: metrics_path(args.metrics_path.or(file.metrics_path))?,
         staleguard: config,
     };
     init_logging(args.log_json || file.log_json.unwrap_or(false));
@@ -110,6 +115,18 @@ fn routes(upstream: Option<String>, routes: Vec<String>) -> Result<Routes, Failu
     Ok(Routes(all))
 }
 
+/// The metrics path: `/metrics` unless given, none when given empty.
+fn metrics_path(path: Option<String>) -> Result<Option<String>, Failure> {
+    match path {
+        None => Ok(Some(staleguard_proxy::DEFAULT_METRICS_PATH.to_string())),
+        Some(p) if p.is_empty() => Ok(None),
+        Some(p) if p.starts_with('/') => Ok(Some(p)),
+        Some(p) => Err(Failure::Message(format!(
+            "metrics path {p:?} must start with / (or be empty to turn it off)"
+        ))),
+    }
+}
+
 fn startup_line(listen: &str, s: &Settings) -> String {
     let on = |b: bool| if b { "on" } else { "off" };
     let c = &s.staleguard;
@@ -125,8 +142,13 @@ fn startup_line(listen: &str, s: &Settings) -> String {
             )
         })
         .collect();
+    // A catch-all route would have sent that path upstream: say that the proxy answers it.
+    let metrics = match &s.metrics_path {
+        Some(path) => format!("GET {path} answered by the proxy (metrics)"),
+        None => "metrics off".to_string(),
+    };
     format!(
-        "staleguard proxy on http://{listen} [{}]; compaction {}, evidence {}, progress {}; {}; max body {} bytes; upstream timeout {} s; memo {} bytes",
+        "staleguard proxy on http://{listen} [{}]; compaction {}, evidence {}, progress {}; {}; max body {} bytes; upstream timeout {} s; memo {} bytes; {metrics}",
         routes.join(", "),
         on(c.browser_history_compaction),
         on(c.evidence_enabled()),

@@ -2,8 +2,8 @@
 //! Python SDKs (`tests/proxy/clients.py`) talk to the proxy, and a scripted model
 //! (`tests/proxy/upstream.py`) stands in for the provider and records what it received.
 //!
-//! Needs `python3` with `pip install openai anthropic zstandard`. Without them every test
-//! fails with a message saying so: these tests never skip.
+//! Needs `python3` with `pip install openai anthropic zstandard prometheus_client`. Without
+//! them every test fails with a message saying so: these tests never skip.
 //!
 //! Every test has its own scripted model and its own proxy on their own ports. What the SDK
 //! sends is learned by sending the same call straight to the scripted model first; the proxy
@@ -55,7 +55,7 @@ fn require_python() {
         let out = Command::new("python3")
             .args([
                 "-c",
-                "import openai, anthropic, zstandard; print(openai.__version__, anthropic.__version__)",
+                "import openai, anthropic, zstandard, prometheus_client.parser; print(openai.__version__, anthropic.__version__)",
             ])
             .output()
             .map_err(|e| format!("cannot run python3: {e}"))?;
@@ -70,7 +70,7 @@ fn require_python() {
     });
     if let Err(why) = ready {
         panic!(
-            "the proxy end-to-end tests need python3 and `pip install openai anthropic zstandard`: {why}"
+            "the proxy end-to-end tests need python3 and `pip install openai anthropic zstandard prometheus_client`: {why}"
         );
     }
 }
@@ -755,9 +755,8 @@ fn anthropic_messages_and_count_tokens_are_projected() {
     }
 }
 
-#[test]
-fn openai_responses_are_projected() {
-    let work = Work::new("responses");
+/// The recorded `order` session as a Responses request body.
+fn responses_body(work: &Work) -> PathBuf {
     let responses = work.dir.join("order.responses.json");
     let mut cmd = Command::new("python3");
     cmd.arg(script("clients.py"))
@@ -766,6 +765,13 @@ fn openai_responses_are_projected() {
         .arg(&responses);
     let (ok, _, err) = run_limited(cmd, Duration::from_secs(30), "clients.py chat-to-responses");
     assert!(ok, "{err}");
+    responses
+}
+
+#[test]
+fn openai_responses_are_projected() {
+    let work = Work::new("responses");
+    let responses = responses_body(&work);
     let up = start_upstream(0);
     let proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
     let calls: Vec<_> = [false, true]
@@ -1350,4 +1356,393 @@ fn sigterm_finishes_streams_in_flight() {
         "exit status after SIGTERM: {status}; log:\n{}",
         proxy.log_text()
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// What the provider billed, and the metrics
+
+/// `GET url` parsed by `prometheus_client`'s text parser (a page that does not parse fails).
+fn metrics_at(work: &Work, url: &str) -> Value {
+    let out = clients(work, &[json!({"cmd": "metrics", "url": url})]).remove(0);
+    assert!(
+        out["ok"] == json!(true),
+        "{url} is not Prometheus text: {out}"
+    );
+    assert_eq!(out["status"], 200, "{url}: {out}");
+    let content_type = out["content_type"].as_str().unwrap_or("");
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{url}: content-type {content_type:?}"
+    );
+    out
+}
+
+/// The value of one sample: `family` as the parser names it (counters without `_total`),
+/// `sample` as written, with exactly these labels.
+fn sample(metrics: &Value, family: &str, sample: &str, labels: &[(&str, &str)]) -> f64 {
+    let fam = &metrics["families"][family];
+    let want: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    fam["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no family {family} in {metrics}"))
+        .iter()
+        .find(|s| s[0] == sample && s[1] == Value::Object(want.clone()))
+        .and_then(|s| s[2].as_f64())
+        .unwrap_or_else(|| panic!("no sample {sample} {labels:?} in {fam}"))
+}
+
+fn requests_of(metrics: &Value, outcome: &str) -> f64 {
+    sample(
+        metrics,
+        "staleguard_proxy_requests",
+        "staleguard_proxy_requests_total",
+        &[("outcome", outcome)],
+    )
+}
+
+/// The proxy's metrics once `n` requests have ended (an answer is counted when its body
+/// has gone out, just after the client has it).
+fn metrics_after(work: &Work, proxy: &Proxy, n: usize) -> Value {
+    let url = format!("{}/metrics", proxy.origin());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = metrics_at(work, &url);
+        let ended: f64 = metrics["families"]["staleguard_proxy_requests"]["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s[2].as_f64())
+            .sum();
+        if ended as usize >= n || Instant::now() > deadline {
+            assert_eq!(ended as usize, n, "requests counted: {metrics}");
+            return metrics;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The `request` lines of a `--log-json` log, as their fields.
+fn request_lines(log: &str) -> Vec<Value> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|l| l["fields"].clone())
+        .filter(|f| f["message"] == "request")
+        .collect()
+}
+
+/// The scripted model's bill of one request: (cache read, cache write, uncached).
+fn billed(rec: &Value) -> (u64, u64, u64) {
+    let b = &rec["billed"];
+    let n = |k: &str| b[k].as_u64().unwrap_or_else(|| panic!("billed {k}: {rec}"));
+    (n("cache_read"), n("cache_write"), n("uncached"))
+}
+
+/// `saved_bytes=N` of an `x-staleguard` header.
+fn saved_bytes(result: &Value) -> i64 {
+    header(result, "x-staleguard")
+        .and_then(|v| {
+            v.split(';')
+                .map(str::trim)
+                .find_map(|p| p.strip_prefix("saved_bytes="))
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no saved_bytes in {result}"))
+}
+
+/// All three formats, streamed and not, plain and gzip-encoded by the model: the SDK gets
+/// exactly the usage the model sent, cache fields included, and the proxy's log and
+/// `/metrics` count what the model billed.
+#[test]
+fn cache_usage_passes_through_intact_and_is_counted() {
+    let work = Work::new("usage");
+    let responses = responses_body(&work);
+    let chat = fixture("pwmcp-0.0.41/order.openai.json");
+    let messages = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &["--log-json"], &[]);
+    let mut calls = Vec::new();
+    for encoding in [None, Some("gzip")] {
+        for stream in [false, true] {
+            let headers: Vec<(&str, &str)> = encoding
+                .map(|e| vec![("x-scripted-encoding", e)])
+                .unwrap_or_default();
+            let mut chat_call = sdk_with("openai-chat", &proxy.v1(), &chat, stream, &headers);
+            chat_call["include_usage"] = json!(stream);
+            calls.push(chat_call);
+            calls.push(sdk_with(
+                "anthropic-messages",
+                &proxy.origin(),
+                &messages,
+                stream,
+                &headers,
+            ));
+            calls.push(sdk_with(
+                "openai-responses",
+                &proxy.v1(),
+                &responses,
+                stream,
+                &headers,
+            ));
+        }
+    }
+    let with_usage = calls.len();
+    // A Chat stream without `include_usage` carries none; neither does an error answer.
+    calls.push(sdk("openai-chat", &proxy.v1(), &chat, true));
+    calls.push(sdk_with(
+        "anthropic-messages",
+        &proxy.origin(),
+        &messages,
+        false,
+        &[("x-scripted-fault", "500")],
+    ));
+    let out = clients(&work, &calls);
+    let recs = up.requests();
+    assert_eq!(recs.len(), calls.len(), "{recs:#?}");
+
+    let mut bills = Vec::new();
+    for (i, (result, rec)) in out.iter().zip(&recs).enumerate().take(with_usage) {
+        let what = format!("call {i}: {}", calls[i]);
+        assert_ok(result, &what);
+        let sent = &rec["usage_sent"];
+        assert!(
+            sent.as_array().is_some_and(|a| !a.is_empty()),
+            "{what}: the scripted model sent no usage: {rec}"
+        );
+        assert_eq!(
+            &result["usage"], sent,
+            "{what}: the client did not get the usage the model sent"
+        );
+        if calls[i]["stream"] == json!(true) {
+            assert_streamed(result, &what);
+        }
+        bills.push(billed(rec));
+    }
+    assert!(
+        bills.iter().all(|&(read, _, _)| read > 0),
+        "the scripted model should report cache reads: {bills:?}"
+    );
+    let missing = &out[with_usage];
+    assert_ok(missing, "a Chat stream without include_usage");
+    assert_eq!(missing["usage"], json!([]), "{missing}");
+    assert_eq!(
+        out[with_usage + 1]["status"],
+        500,
+        "{}",
+        out[with_usage + 1]
+    );
+
+    let metrics = metrics_after(&work, &proxy, calls.len());
+    assert_eq!(requests_of(&metrics, "projected"), calls.len() as f64);
+    let tokens = |kind| {
+        sample(
+            &metrics,
+            "staleguard_proxy_input_tokens",
+            "staleguard_proxy_input_tokens_total",
+            &[("kind", kind)],
+        )
+    };
+    let total = |pick: fn(&(u64, u64, u64)) -> u64| bills.iter().map(pick).sum::<u64>() as f64;
+    assert_eq!(tokens("cache_read"), total(|b| b.0), "{metrics}");
+    assert_eq!(tokens("cache_write"), total(|b| b.1), "{metrics}");
+    assert_eq!(tokens("uncached"), total(|b| b.2), "{metrics}");
+    let answers = |usage| {
+        sample(
+            &metrics,
+            "staleguard_proxy_answers",
+            "staleguard_proxy_answers_total",
+            &[("usage", usage)],
+        )
+    };
+    assert_eq!(answers("read"), with_usage as f64);
+    assert_eq!(answers("missing"), 1.0);
+    assert_eq!(answers("skipped"), 0.0);
+
+    // Bytes saved: what the headers said, and what the model received.
+    let saved: i64 = out.iter().map(saved_bytes).sum();
+    assert!(saved > 0);
+    assert_eq!(
+        sample(
+            &metrics,
+            "staleguard_proxy_saved_bytes",
+            "staleguard_proxy_saved_bytes",
+            &[]
+        ),
+        saved as f64
+    );
+    let bytes = |stage| {
+        sample(
+            &metrics,
+            "staleguard_proxy_projected_body_bytes",
+            "staleguard_proxy_projected_body_bytes_total",
+            &[("stage", stage)],
+        )
+    };
+    let forwarded: usize = recs.iter().map(|r| rec_body(r).len()).sum();
+    assert_eq!(bytes("forwarded"), forwarded as f64);
+    assert_eq!(bytes("received") - bytes("forwarded"), saved as f64);
+
+    let latency = &metrics["families"]["staleguard_proxy_added_latency_seconds"];
+    assert_eq!(latency["type"], "histogram", "{latency}");
+    let count = sample(
+        &metrics,
+        "staleguard_proxy_added_latency_seconds",
+        "staleguard_proxy_added_latency_seconds_count",
+        &[],
+    );
+    assert_eq!(count, calls.len() as f64);
+    let inf = sample(
+        &metrics,
+        "staleguard_proxy_added_latency_seconds",
+        "staleguard_proxy_added_latency_seconds_bucket",
+        &[("le", "+Inf")],
+    );
+    assert_eq!(inf, count);
+
+    // One log line per request, written when its answer ended, with the billed split.
+    let lines = request_lines(&proxy.stop());
+    assert_eq!(lines.len(), calls.len(), "{lines:#?}");
+    let mut logged: Vec<(u64, u64, u64)> = lines
+        .iter()
+        .filter(|l| l["usage"] == "read")
+        .map(|l| {
+            let n = |k: &str| l[k].as_u64().unwrap_or_else(|| panic!("{k} in {l}"));
+            (
+                n("cache_read_tokens"),
+                n("cache_write_tokens"),
+                n("uncached_input_tokens"),
+            )
+        })
+        .collect();
+    logged.sort_unstable();
+    bills.sort_unstable();
+    assert_eq!(logged, bills, "the log's token counts");
+    assert_eq!(
+        lines.iter().filter(|l| l["usage"] == "missing").count(),
+        1,
+        "{lines:#?}"
+    );
+    let streams = calls.iter().filter(|c| c["stream"] == json!(true)).count();
+    let long = lines
+        .iter()
+        .filter(|l| l["total_ms"].as_u64().unwrap_or(0) >= 1000)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        long.len(),
+        streams,
+        "each stream's line comes after its last event: {lines:#?}"
+    );
+    // An SDK may hang up right after the last event, before the upstream's end of stream.
+    assert!(
+        long.iter().all(|l| l["ended"] != "upstream_error"),
+        "{long:#?}"
+    );
+}
+
+/// `GET /metrics` is the proxy's own; `--metrics-path` moves it (or turns it off) for an
+/// upstream that serves a `/metrics` of its own. Requests the proxy answers itself are
+/// counted by outcome.
+#[test]
+fn metrics_are_the_proxys_own_at_a_path_that_can_move() {
+    let work = Work::new("metrics_path");
+    let up = start_upstream(0);
+    let down = free_port();
+    let proxy = start_proxy(
+        &work,
+        None,
+        &[
+            "--route",
+            &format!("/up={}", up.origin()),
+            "--route",
+            &format!("/down=http://127.0.0.1:{down}"),
+            "--max-body-bytes",
+            "1000",
+            "--fail-closed",
+        ],
+        &[],
+    );
+    let json_headers = [("Content-Type", "application/json")];
+    let small = br#"{"model":"gpt-4.1","messages":[{"role":"user","content":"hi"}]}"#;
+    let big = fs::read(fixture("pwmcp-0.0.41/order.openai.json")).unwrap();
+    let answers = [
+        http(proxy.port, "GET", "/v1/models", &[], b"").status,
+        http(
+            proxy.port,
+            "POST",
+            "/up/v1/chat/completions",
+            &json_headers,
+            &big,
+        )
+        .status,
+        http(
+            proxy.port,
+            "POST",
+            "/up/v1/chat/completions",
+            &json_headers,
+            b"{",
+        )
+        .status,
+        http(proxy.port, "GET", "/up/v1/models", &[], b"").status,
+        http(
+            proxy.port,
+            "POST",
+            "/down/v1/chat/completions",
+            &json_headers,
+            small,
+        )
+        .status,
+        http(
+            proxy.port,
+            "POST",
+            "/up/v1/chat/completions",
+            &json_headers,
+            small,
+        )
+        .status,
+    ];
+    assert_eq!(answers, [404, 413, 400, 200, 502, 200]);
+    let metrics = metrics_after(&work, &proxy, answers.len());
+    for (outcome, n) in [
+        ("no_route", 1.0),
+        ("too_large", 1.0),
+        ("refused", 1.0),
+        ("untouched", 1.0),
+        ("upstream_unreachable", 1.0),
+        ("projected", 1.0),
+        ("passthrough", 0.0),
+        ("upstream_timeout", 0.0),
+    ] {
+        assert_eq!(requests_of(&metrics, outcome), n, "{outcome}: {metrics}");
+    }
+    // Three requests were forwarded (one to an upstream that is down).
+    let count = sample(
+        &metrics,
+        "staleguard_proxy_added_latency_seconds",
+        "staleguard_proxy_added_latency_seconds_count",
+        &[],
+    );
+    assert_eq!(count, 3.0);
+    assert_eq!(up.requests().len(), 2, "the scripted model got /metrics");
+
+    // A catch-all upstream: /metrics is the proxy's unless moved or turned off.
+    up.reset();
+    let all = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    metrics_at(&work, &format!("{}/metrics", all.origin()));
+    assert!(up.requests().is_empty(), "GET /metrics was forwarded");
+    let moved = start_proxy(
+        &work,
+        Some(&up.origin()),
+        &["--metrics-path", "/_staleguard/metrics"],
+        &[],
+    );
+    metrics_at(&work, &format!("{}/_staleguard/metrics", moved.origin()));
+    let off = start_proxy(&work, Some(&up.origin()), &["--metrics-path", ""], &[]);
+    for proxy in [&moved, &off] {
+        let r = http(proxy.port, "GET", "/metrics", &[], b"");
+        assert_eq!(r.status, 404, "the scripted model has no /metrics");
+    }
+    let paths: Vec<Value> = up.requests().iter().map(|r| r["path"].clone()).collect();
+    assert_eq!(paths, [json!("/metrics"), json!("/metrics")]);
 }

@@ -20,6 +20,9 @@ pub struct ProxyConfig {
     pub log_json: Option<bool>,
     /// Bound of the memo of result readings across requests, in bytes (default 256 MiB).
     pub memo_bytes: Option<usize>,
+    /// Path of `GET` requests answered with the proxy's metrics (default `/metrics`); an
+    /// empty string forwards that path like any other.
+    pub metrics_path: Option<String>,
 }
 
 /// The file as the proxy sees it: its table, every other key left to the core.
@@ -45,12 +48,13 @@ mod tests {
 
     #[test]
     fn proxy_table() {
-        let file = "max_repeats = 5\n[proxy]\nlisten = \"127.0.0.1:9000\"\nroutes = [\"/openai=https://api.openai.com\"]\nfail_closed = true\nmemo_bytes = 1024\n[mcp]\nguard = false";
+        let file = "max_repeats = 5\n[proxy]\nlisten = \"127.0.0.1:9000\"\nroutes = [\"/openai=https://api.openai.com\"]\nfail_closed = true\nmemo_bytes = 1024\nmetrics_path = \"/_staleguard/metrics\"\n[mcp]\nguard = false";
         let c = ProxyConfig::from_toml(file).unwrap();
         assert_eq!(c.listen.as_deref(), Some("127.0.0.1:9000"));
         assert_eq!(c.routes, ["/openai=https://api.openai.com"]);
         assert_eq!(c.fail_closed, Some(true));
         assert_eq!(c.memo_bytes, Some(1024));
+        assert_eq!(c.metrics_path.as_deref(), Some("/_staleguard/metrics"));
         assert_eq!(c.upstream, None);
         assert_eq!(ProxyConfig::from_toml("").unwrap(), ProxyConfig::default());
         assert_eq!(

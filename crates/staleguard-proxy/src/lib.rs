@@ -4,10 +4,15 @@
 //! `.../responses`, `.../messages`, `.../messages/count_tokens`) are projected by the
 //! staleguard core before they go upstream; every other request passes through byte for
 //! byte, and every response, SSE included, streams back chunk by chunk. The proxy keeps no
-//! state between requests, so any number of them can run behind a load balancer.
+//! state between requests that changes an answer, so any number of them can run behind a
+//! load balancer. It reads what the provider billed from a copy of each answer as it passes
+//! ([`usage`]), logs it when the answer ends, and serves running totals on `GET /metrics`.
 
 mod config;
+mod exchange;
+mod metrics;
 mod route;
+pub mod usage;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,10 +23,12 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use futures_util::TryStreamExt;
 use staleguard::{project, Config, Memo, Options, RequestFormat};
 
+use exchange::{Exchange, Tallied};
+
 pub use config::ProxyConfig;
+pub use metrics::Metrics;
 pub use route::{Route, Routes};
 
 /// Everything the proxy needs to run.
@@ -36,13 +43,20 @@ pub struct Settings {
     /// Bound of the memo of result readings kept across requests, in bytes; 0 turns it off.
     /// The memo only saves work: answers are the same with it cold, warm or off.
     pub memo_bytes: usize,
+    /// The path of `GET` requests the proxy answers with its metrics itself instead of
+    /// forwarding them (`/metrics`); `None` forwards every path.
+    pub metrics_path: Option<String>,
     pub staleguard: Config,
 }
+
+/// Where `GET` answers the metrics unless the settings move it.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 struct Shared {
     settings: Settings,
     client: reqwest::Client,
     memo: Option<Arc<Memo>>,
+    metrics: Arc<Metrics>,
 }
 
 /// Serves on `listener` until `shutdown` resolves; requests in flight, streams included,
@@ -70,13 +84,16 @@ pub fn app(settings: Settings, client: reqwest::Client) -> Router {
         memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
         settings,
         client,
+        metrics: Arc::new(Metrics::new()),
     }))
 }
 
-/// What the proxy did with a request body, for the response header and the log.
+/// What the proxy did with a request body, for the response header, the log and the metrics.
 enum Outcome {
     Projected {
         collapsed: usize,
+        /// Decoded bytes received.
+        received: usize,
         saved: i64,
         format: RequestFormat,
     },
@@ -104,61 +121,106 @@ impl Outcome {
             _ => "-",
         }
     }
+
+    /// The `outcome` label of the requests metric.
+    fn label(&self) -> &'static str {
+        match self {
+            Outcome::Projected { .. } => "projected",
+            Outcome::Passthrough(_) => "passthrough",
+            Outcome::Untouched => "untouched",
+        }
+    }
+}
+
+/// An answer the proxy gives itself instead of forwarding, and its `outcome` label.
+struct Refusal {
+    outcome: &'static str,
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+fn refusal(
+    outcome: &'static str,
+    status: StatusCode,
+    kind: &'static str,
+    message: &str,
+) -> Refusal {
+    Refusal {
+        outcome,
+        status,
+        kind,
+        message: message.to_string(),
+    }
+}
+
+/// A request ready to go upstream.
+struct Ready {
+    url: String,
+    headers: HeaderMap,
+    body: Bytes,
+    outcome: Outcome,
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
-    let path = parts.uri.path().to_string();
-    let Some(target) = shared.settings.routes.target(&parts.uri) else {
-        return error(
+    if parts.method == Method::GET
+        && shared.settings.metrics_path.as_deref() == Some(parts.uri.path())
+    {
+        return shared.metrics.response();
+    }
+    let mut exchange = Exchange::new(Arc::clone(&shared.metrics), &parts, started);
+    match prepare(&shared, &parts, body, &mut exchange).await {
+        Ok(ready) => forward(&shared, parts.method, ready, exchange).await,
+        Err(r) => exchange.refused(r.outcome, error(r.status, r.kind, &r.message)),
+    }
+}
+
+/// Finds the route and reads and projects the body.
+async fn prepare(
+    shared: &Shared,
+    parts: &axum::http::request::Parts,
+    body: Body,
+    exchange: &mut Exchange,
+) -> Result<Ready, Refusal> {
+    let target = shared.settings.routes.target(&parts.uri).ok_or_else(|| {
+        let path = parts.uri.path();
+        refusal(
+            "no_route",
             StatusCode::NOT_FOUND,
             "no_route",
             &format!("no upstream route for {path}"),
-        );
-    };
-    let body = match axum::body::to_bytes(body, shared.settings.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => {
-            let limit = shared.settings.max_body_bytes;
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                &format!("request body is over {limit} bytes"),
-            );
-        }
-    };
-    let bytes_in = body.len();
+        )
+    })?;
+    let limit = shared.settings.max_body_bytes;
+    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        refusal(
+            "too_large",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &format!("request body is over {limit} bytes"),
+        )
+    })?;
+    exchange.received(body.len());
     let mut headers = forwarded_headers(&parts.headers);
-    let (body, outcome) = match model_format(&parts.method, target.path()) {
-        Some(format) => match rewrite(&shared, &mut headers, body, format).await {
-            Ok(rewritten) => rewritten,
-            Err(response) => return response,
-        },
+    let format = model_format(&parts.method, target.path());
+    exchange.reads_usage = format.is_some() && bills_input(target.path());
+    let (body, outcome) = match format {
+        Some(format) => rewrite(shared, &mut headers, body, format).await?,
         None => (body, Outcome::Untouched),
     };
-    let bytes_out = body.len();
-    let response = forward(
-        &shared,
-        parts.method.clone(),
-        target.as_str(),
+    Ok(Ready {
+        url: target.as_str().to_string(),
         headers,
         body,
-        &outcome,
-    )
-    .await;
-    tracing::info!(
-        method = %parts.method,
-        path = %path,
-        format = outcome.format(),
-        bytes_in,
-        bytes_out,
-        collapsed = match &outcome { Outcome::Projected { collapsed, .. } => *collapsed, _ => 0 },
-        status = response.status().as_u16(),
-        latency_ms = started.elapsed().as_millis() as u64,
-        "request"
-    );
-    response
+        outcome,
+    })
+}
+
+/// Whether a model endpoint's answer carries billed usage: a token count is not billed.
+fn bills_input(path: &str) -> bool {
+    !path.trim_end_matches('/').ends_with("/count_tokens")
 }
 
 /// The request format a model endpoint takes, for a `POST` to one.
@@ -178,8 +240,6 @@ fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
     }
 }
 
-// The error is the response to send, built once per refused request: its size is no cost.
-#[allow(clippy::result_large_err)]
 /// Decodes and projects a model request body. A body that cannot be read goes upstream
 /// unchanged (fail-open), or is refused with 400 (fail-closed).
 async fn rewrite(
@@ -187,15 +247,20 @@ async fn rewrite(
     headers: &mut HeaderMap,
     body: Bytes,
     format: RequestFormat,
-) -> Result<(Bytes, Outcome), Response> {
+) -> Result<(Bytes, Outcome), Refusal> {
     let settings = &shared.settings;
     if !settings.staleguard.browser_history_compaction {
         return Ok((body, Outcome::Untouched));
     }
     // Fail-closed refuses; fail-open goes on with the body as it came.
-    let refuse = |reason: &'static str, message: String| -> Result<(), Response> {
+    let refuse = |reason: &'static str, message: String| -> Result<(), Refusal> {
         if settings.fail_closed {
-            Err(error(StatusCode::BAD_REQUEST, reason, &message))
+            Err(refusal(
+                "refused",
+                StatusCode::BAD_REQUEST,
+                reason,
+                &message,
+            ))
         } else {
             Ok(())
         }
@@ -204,7 +269,8 @@ async fn rewrite(
         Ok(plain) => plain,
         Err(Decode::TooLarge(limit)) => {
             let message = format!("decoded request body is over {limit} bytes");
-            return Err(error(
+            return Err(refusal(
+                "too_large",
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body_too_large",
                 &message,
@@ -234,6 +300,7 @@ async fn rewrite(
             let saved = len as i64 - p.body.len() as i64;
             let outcome = Outcome::Projected {
                 collapsed: p.report.collapsed(),
+                received: len,
                 saved,
                 format: p.format,
             };
@@ -304,15 +371,22 @@ fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// Sends the request upstream and streams its answer back.
+/// Sends the request upstream and streams its answer back; the exchange rides along with
+/// the answer's body and is logged and counted when it ends.
 async fn forward(
     shared: &Shared,
     method: Method,
-    url: &str,
-    headers: HeaderMap,
-    body: Bytes,
-    outcome: &Outcome,
+    ready: Ready,
+    mut exchange: Exchange,
 ) -> Response {
+    let Ready {
+        url,
+        headers,
+        body,
+        outcome,
+    } = ready;
+    let marker = outcome.header();
+    exchange.forwarding(&outcome, body.len());
     let request = shared
         .client
         .request(method, url)
@@ -322,18 +396,20 @@ async fn forward(
     let upstream = match sent {
         Err(_) => {
             let secs = shared.settings.upstream_timeout.as_secs_f64();
-            return error(
+            let response = error(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_timeout",
                 &format!("the upstream did not answer within {secs} s"),
             );
+            return exchange.refused("upstream_timeout", response);
         }
         Ok(Err(e)) => {
-            return error(
+            let response = error(
                 StatusCode::BAD_GATEWAY,
                 "upstream_unreachable",
                 &describe(&e),
-            )
+            );
+            return exchange.refused("upstream_unreachable", response);
         }
         Ok(Ok(response)) => response,
     };
@@ -344,11 +420,12 @@ async fn forward(
                 headers.append(name.clone(), value.clone());
             }
         }
-        if let Some(value) = outcome.header() {
+        if let Some(value) = marker {
             headers.insert(HeaderName::from_static("x-staleguard"), value);
         }
     }
-    let stream = upstream.bytes_stream().map_err(std::io::Error::other);
+    exchange.answered(upstream.status(), upstream.headers());
+    let stream = Tallied::new(upstream.bytes_stream(), exchange);
     response
         .body(Body::from_stream(stream))
         .unwrap_or_else(|e| {

@@ -43,6 +43,7 @@ pub async fn proxy(upstream: SocketAddr, memo_bytes: usize, config: Config) -> S
         max_body_bytes: 64 << 20,
         upstream_timeout: Duration::from_secs(30),
         memo_bytes,
+        metrics_path: None,
         staleguard: config,
     };
     tokio::spawn(staleguard_proxy::serve(

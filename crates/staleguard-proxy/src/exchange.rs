@@ -1,0 +1,221 @@
+//! One request from arrival to the end of its answer: what the log line and the metrics say
+//! about it.
+//!
+//! An answer can end in three ways: the upstream finishes it, the upstream breaks it off, or
+//! the client goes away. The exchange rides inside the answer's body stream and is logged and
+//! counted when that stream is dropped, which happens in all three.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use futures_util::Stream;
+
+use crate::metrics::Metrics;
+use crate::usage::{UsageRead, UsageReader};
+use crate::Outcome;
+
+pub(crate) struct Exchange {
+    metrics: Arc<Metrics>,
+    method: Method,
+    path: String,
+    started: Instant,
+    /// The `outcome` label; "untouched" until the request is prepared.
+    outcome: &'static str,
+    format: &'static str,
+    collapsed: usize,
+    /// Decoded bytes received and bytes forwarded of a projected body.
+    projected: Option<(usize, usize)>,
+    bytes_in: usize,
+    bytes_out: usize,
+    /// The request goes to a model endpoint whose answer carries billed usage.
+    pub(crate) reads_usage: bool,
+    forwarded_after: Option<Duration>,
+    status: u16,
+    headers_after: Duration,
+    usage: Option<UsageReader>,
+    response_bytes: u64,
+    ended: &'static str,
+}
+
+impl Exchange {
+    pub(crate) fn new(metrics: Arc<Metrics>, parts: &Parts, started: Instant) -> Exchange {
+        Exchange {
+            metrics,
+            method: parts.method.clone(),
+            path: parts.uri.path().to_string(),
+            started,
+            outcome: "untouched",
+            format: "-",
+            collapsed: 0,
+            projected: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            reads_usage: false,
+            forwarded_after: None,
+            status: 0,
+            headers_after: Duration::ZERO,
+            usage: None,
+            response_bytes: 0,
+            ended: "proxy_answer",
+        }
+    }
+
+    pub(crate) fn received(&mut self, bytes: usize) {
+        self.bytes_in = bytes;
+    }
+
+    /// The request is about to go upstream: the time spent so far is what the proxy added.
+    pub(crate) fn forwarding(&mut self, outcome: &Outcome, bytes_out: usize) {
+        self.outcome = outcome.label();
+        self.format = outcome.format();
+        self.bytes_out = bytes_out;
+        if let Outcome::Projected {
+            collapsed,
+            received,
+            ..
+        } = outcome
+        {
+            self.collapsed = *collapsed;
+            self.projected = Some((*received, bytes_out));
+        }
+        self.forwarded_after = Some(self.started.elapsed());
+    }
+
+    /// The proxy answers itself; the exchange ends here.
+    pub(crate) fn refused(mut self, outcome: &'static str, response: Response) -> Response {
+        self.outcome = outcome;
+        self.status = response.status().as_u16();
+        self.headers_after = self.started.elapsed();
+        response
+    }
+
+    /// The upstream's answer has its head; its usage is read from the body as it passes.
+    pub(crate) fn answered(&mut self, status: StatusCode, headers: &HeaderMap) {
+        self.status = status.as_u16();
+        self.headers_after = self.started.elapsed();
+        self.ended = "client_closed";
+        if self.reads_usage && status.is_success() {
+            let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+            self.usage = Some(UsageReader::new(
+                text(header::CONTENT_TYPE),
+                text(header::CONTENT_ENCODING),
+            ));
+        }
+    }
+
+    fn passed(&mut self, chunk: &[u8]) {
+        self.response_bytes += chunk.len() as u64;
+        if let Some(reader) = &mut self.usage {
+            reader.feed(chunk);
+        }
+    }
+
+    fn count(&self, read: Option<&UsageRead>) {
+        let m = &self.metrics;
+        m.request(self.outcome);
+        if let (Some((received, forwarded)), "projected") = (self.projected, self.outcome) {
+            m.projected(received, forwarded);
+        }
+        if let Some(added) = self.forwarded_after {
+            m.forwarded_after(added);
+        }
+        if let Some(read) = read {
+            m.answer(read);
+        }
+    }
+
+    fn log(&self, read: Option<&UsageRead>) {
+        let (cache_read, cache_write, uncached, usage) = match read {
+            Some(UsageRead::Read(u)) => (
+                Some(u.cache_read),
+                Some(u.cache_write),
+                Some(u.uncached),
+                "read".to_string(),
+            ),
+            Some(UsageRead::Missing) => (None, None, None, "missing".to_string()),
+            Some(UsageRead::Skipped(why)) => (None, None, None, format!("skipped: {why}")),
+            None => (None, None, None, "-".to_string()),
+        };
+        let ms = |d: Duration| (d.as_secs_f64() * 100_000.0).round() / 100.0;
+        tracing::info!(
+            method = %self.method,
+            path = %self.path,
+            format = %self.format,
+            outcome = %self.outcome,
+            bytes_in = self.bytes_in,
+            bytes_out = self.bytes_out,
+            collapsed = self.collapsed,
+            status = self.status,
+            added_ms = self.forwarded_after.map(ms),
+            latency_ms = self.headers_after.as_millis() as u64,
+            total_ms = self.started.elapsed().as_millis() as u64,
+            response_bytes = self.response_bytes,
+            ended = %self.ended,
+            cache_read_tokens = cache_read,
+            cache_write_tokens = cache_write,
+            uncached_input_tokens = uncached,
+            usage = %usage,
+            "request"
+        );
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        let read = self.usage.take().map(UsageReader::finish);
+        self.count(read.as_ref());
+        self.log(read.as_ref());
+    }
+}
+
+type UpstreamBody = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+/// The upstream's answer body on its way to the client, each chunk passed on as it comes and
+/// read on the side.
+pub(crate) struct Tallied {
+    inner: UpstreamBody,
+    exchange: Exchange,
+}
+
+impl Tallied {
+    pub(crate) fn new(
+        body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+        exchange: Exchange,
+    ) -> Tallied {
+        Tallied {
+            inner: Box::pin(body),
+            exchange,
+        }
+    }
+}
+
+impl Stream for Tallied {
+    type Item = std::io::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match this.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                this.exchange.passed(&chunk);
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.exchange.ended = "upstream_error";
+                Poll::Ready(Some(Err(std::io::Error::other(e))))
+            }
+            Poll::Ready(None) => {
+                if this.exchange.ended == "client_closed" {
+                    this.exchange.ended = "complete";
+                }
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
