@@ -54,6 +54,8 @@ pub struct Chunk<'t> {
     pub words: &'t [u64],
     /// Position of the result in the transcript: later is newer.
     pub position: usize,
+    /// The first or last numbered row of a table.
+    pub table_end: bool,
 }
 
 /// A quote on the evidence track.
@@ -463,20 +465,34 @@ fn word_iter(text: &str) -> impl Iterator<Item = &str> {
 /// sorted and distinct: ranking only compares words, and a hash costs no allocation for
 /// ASCII words.
 pub fn word_hashes(text: &str) -> Box<[u64]> {
-    let mut buf = [0u8; 64];
-    let mut out: Vec<u64> = word_iter(text)
-        .map(|w| match buf.get_mut(..w.len()) {
-            Some(slot) if w.is_ascii() => {
-                slot.copy_from_slice(w.as_bytes());
-                slot.make_ascii_lowercase();
-                xxhash_rust::xxh3::xxh3_64(slot)
-            }
-            _ => xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()),
-        })
-        .collect();
+    let mut out: Vec<u64> = word_iter(text).map(word_hash).collect();
     out.sort_unstable();
     out.dedup();
     out.into_boxed_slice()
+}
+
+/// The words of `text` as [`word_hashes`] hashes them, each with whether it holds a digit
+/// (a number, a price, an identifier): those single out a fact.
+pub(crate) fn words_with_digits(text: &str) -> impl Iterator<Item = (u64, bool)> + '_ {
+    word_iter(text).map(|w| (word_hash(w), w.bytes().any(|b| b.is_ascii_digit())))
+}
+
+/// A word's hash: 64-bit xxh3 of its lower-cased form, a plural `s` left off (`prices`
+/// asks about `price`), without allocating for ASCII words.
+fn word_hash(w: &str) -> u64 {
+    let mut buf = [0u8; 64];
+    match buf.get_mut(..w.len()) {
+        Some(slot) if w.is_ascii() => {
+            slot.copy_from_slice(w.as_bytes());
+            slot.make_ascii_lowercase();
+            let n = slot.len();
+            let plural = n > 4 && slot[n - 1] == b's' && slot[n - 2].is_ascii_alphabetic();
+            let plural = plural && slot[n - 2] != b's';
+            let stem = if plural { &slot[..n - 1] } else { &slot[..] };
+            xxhash_rust::xxh3::xxh3_64(stem)
+        }
+        _ => xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()),
+    }
 }
 
 fn is_short_fact(text: &str) -> bool {
@@ -488,7 +504,7 @@ pub fn line(quote: &Quote) -> String {
     line_of(&quote.source_url, &quote.observation, &quote.quote)
 }
 
-fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
+pub(crate) fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
     let value = serde_json::json!({
         "source_url": neutralise(source_url),
         "observation": observation,
@@ -584,6 +600,12 @@ pub struct Gathered<'t> {
 }
 
 impl<'t> Gathered<'t> {
+    /// Leaves only the host's explicit items to select: the collapsed pages' own quotes
+    /// are written inside them (SPEC 9, C2).
+    pub fn explicit_only(&mut self) {
+        self.collapsed.clear();
+    }
+
     /// Every chunk of every non-failed browser result.
     pub fn all(&self) -> impl Iterator<Item = Chunk<'t>> + '_ {
         self.sources.iter().flat_map(|step| chunks_of(step))
@@ -628,7 +650,7 @@ pub fn gather<'t>(
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
-fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't> {
+pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't> {
     let text = step.text;
     let reading = &step.reading;
     let observation: &str = &reading.id;
@@ -638,20 +660,18 @@ fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't>
         let url = header.url.as_deref().unwrap_or("");
         let key: Arc<str> = normalise(url).into();
         let document = tree.observation_id.as_ref().map(|p| p.get(text));
-        return Box::new(
-            tree.chunks
-                .iter()
-                .zip(words)
-                .map(move |(chunk, words)| Chunk {
-                    url,
-                    key: key.clone(),
-                    observation,
-                    document,
-                    text: chunk.get(text),
-                    words,
-                    position: step.item,
-                }),
-        );
+        return Box::new(tree.chunks.iter().zip(words).enumerate().map(
+            move |(i, (chunk, words))| Chunk {
+                url,
+                key: key.clone(),
+                observation,
+                document,
+                text: chunk.get(text),
+                words,
+                position: step.item,
+                table_end: tree.table_ends.contains(&i),
+            },
+        ));
     }
     let words = words.get(tree.chunks.len()..).unwrap_or_default();
     Box::new(tree.read_backs.iter().zip(words).map(move |(c, words)| {
@@ -664,6 +684,7 @@ fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't>
             text: c.text.get(text),
             words,
             position: step.item,
+            table_end: false,
         }
     }))
 }

@@ -89,6 +89,7 @@ mod texts;
 pub mod tools;
 pub mod transcript;
 mod urlnorm;
+mod written;
 
 // The main API: everything a caller that projects needs.
 // Project a request body, and read what happened to it:

@@ -117,9 +117,16 @@ pub fn project(
         add_guidance(progress, target, &mut report);
     }
     let mut evidence = EvidenceReport::default();
-    if let (true, Some(target)) = (config.evidence_on(), target) {
+    if config.evidence_on() {
+        evidence = add_written_evidence(&request, &session, &mut report, config);
+    }
+    if let (false, true, Some(target)) = (options.explicit.is_empty(), config.evidence_on(), target)
+    {
         let explicit = options.explicit;
-        evidence = add_evidence(&request, &session, &mut report, config, explicit, target);
+        let mut chosen = add_evidence(&request, &session, &mut report, config, explicit, target);
+        chosen.retained.splice(0..0, evidence.retained);
+        chosen.bytes += evidence.bytes;
+        evidence = chosen;
     }
     let body = request.write(&report.edits);
     Ok(Projection {
@@ -178,6 +185,51 @@ fn add_guidance(progress: &Progress, target: usize, plan: &mut Plan) {
     }
 }
 
+/// Writes every collapsed page's quotes inside it, and a question's answers after the newest
+/// browser result before it (SPEC 9, C2 and C3).
+fn add_written_evidence(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    config: &Config,
+) -> EvidenceReport {
+    let limits = evidence::Limits {
+        max_bytes: config.evidence_max_bytes,
+        max_items: config.evidence_max_items,
+        max_quote_bytes: config.evidence_max_quote_bytes,
+    };
+    let chosen = crate::written::choose(request.transcript(), session, plan, limits);
+    // Under a budget the newest quotes go first, whole, until the request fits; the older
+    // ones are in the provider's cache already.
+    let mut keep = chosen.len();
+    let (written, edits) = loop {
+        let written = chosen.render(keep);
+        let mut edits = plan.edits.clone();
+        crate::written::apply(&written, &mut edits);
+        let fits = config
+            .request_budget_bytes
+            .map_or(true, |budget| request.written_len(&edits) <= budget);
+        if fits || keep == 0 {
+            break (written, edits);
+        }
+        keep -= 1;
+    };
+    plan.edits = edits;
+    let bytes = written
+        .inside
+        .iter()
+        .chain(&written.appended)
+        .map(|(_, t)| t.len())
+        .sum();
+    EvidenceReport {
+        retained: written.quotes,
+        refused: written.refused,
+        omitted: written.omitted,
+        bytes,
+        ..EvidenceReport::default()
+    }
+}
+
 /// Selects evidence, with the host's `explicit` items, and appends its block to `target`,
 /// the newest non-failed browser result, within the request budget.
 fn add_evidence(
@@ -188,7 +240,8 @@ fn add_evidence(
     explicit: &[EvidenceItem],
     target: usize,
 ) -> EvidenceReport {
-    let g = evidence::gather(request.transcript(), session, plan);
+    let mut g = evidence::gather(request.transcript(), session, plan);
+    g.explicit_only();
     let limits = evidence::Limits {
         max_bytes: config.evidence_max_bytes,
         max_items: config.evidence_max_items,

@@ -21,6 +21,9 @@ use crate::texts::{self, CUT_MARKER};
 pub use crate::texts::{RECEIPT_TAG, STALE_NOTICE};
 
 const MAX_VERIFICATION_LINES: usize = 8;
+
+/// Bytes of the action a receipt names; a longer one is left out.
+const ACTION_MAX_BYTES: usize = 48;
 const MAX_VERIFICATION_BYTES: usize = 1024;
 
 /// A short observation ID: 8 hex digits of a hash of the result text. It names the
@@ -91,7 +94,9 @@ pub fn receipt_line(input: &ReceiptInput<'_>, max_bytes: usize) -> String {
     if let Some(tab) = obs.current_tab() {
         let _ = write!(line, " tab={}", tab.index);
     }
-    if let Some(action) = &obs.action {
+    // A long action (generated code) is left out: the call before the result says in full
+    // what was done, and a receipt is read on every later turn (SPEC 9, C4).
+    if let Some(action) = obs.action.as_ref().filter(|a| a.len() <= ACTION_MAX_BYTES) {
         push_field(&mut line, " action=", action);
     }
     let _ = write!(line, " refs_withheld={}", obs.refs);

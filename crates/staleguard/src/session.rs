@@ -152,6 +152,8 @@ pub struct TreeParts {
     pub refs: Vec<RefPiece>,
     /// Page text: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Piece>,
+    /// Indices into `chunks` of the first and last numbered rows of each table.
+    pub table_ends: Vec<usize>,
     /// Every tree line in canonical form.
     pub nodes: Arc<[Node]>,
     /// A digest of `nodes` (depth, marker and hash of every line): what the page
@@ -212,6 +214,7 @@ impl TreeParts {
                 })
                 .collect(),
             chunks: obs.chunks.iter().map(|c| piece(c)).collect(),
+            table_ends: obs.table_ends.clone(),
             digest: crate::fingerprint::digest(&nodes),
             nodes,
             flat: if has_tree { Vec::new() } else { flat(&obs) },
@@ -650,9 +653,8 @@ mod tests {
     fn kept_receipts_match_a_fresh_rendering() {
         let text = "### Page state\n- Page URL: http://a.test/\n- Page Title: A\n```yaml\n- button \"Go\" [ref=e1]\n```";
         let reading = Reading::new(text);
-        let fresh = |tool: &str, images: usize, max: usize| {
-            Reading::new(text).receipt(tool, images, max)
-        };
+        let fresh =
+            |tool: &str, images: usize, max: usize| Reading::new(text).receipt(tool, images, max);
         let cases = [
             ("browser_click", 0, 4096),
             ("browser_snapshot", 0, 4096),

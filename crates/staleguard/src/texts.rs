@@ -24,8 +24,10 @@
 /// Also how a collapsed observation is recognised, so projection stays idempotent.
 pub const RECEIPT_TAG: &str = "[staleguard receipt]";
 
-/// The fixed stale notice, the line after every receipt in a collapsed observation.
-pub const STALE_NOTICE: &str = "[staleguard] This browser observation is omitted from this request. Its refs are stale and not actionable. The newest browser observation holds the current controls.";
+/// The fixed stale notice, the line after every receipt in a collapsed observation. Short
+/// (SPEC 9, C4): it is written to the prompt cache once and read on every later turn.
+pub const STALE_NOTICE: &str =
+    "[staleguard] Stale: its refs are not actionable; the newest observation is current.";
 
 /// The visible marker where the middle of a receipt line over its byte cap was cut out.
 pub const CUT_MARKER: &str = " …[receipt cut]… ";
@@ -65,6 +67,11 @@ pub fn quotes_refused(
     format!(
         "[staleguard] {count} quote(s) over the {max_quote_bytes}-byte limit were not retained (first: {first_bytes} bytes from observation {observation} at {source_url}). Use a targeted find or read on that page for the exact text."
     )
+}
+
+/// The notice for `dropped` older quotes taken off the track to keep it within its caps.
+pub fn quotes_dropped_by_caps(dropped: usize) -> String {
+    format!("[staleguard] {dropped} older quote(s) dropped to stay within the evidence caps.")
 }
 
 /// The notice for `omitted` quotes left out by the request byte budget.

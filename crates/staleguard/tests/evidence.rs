@@ -150,7 +150,7 @@ fn an_oversized_chunk_is_refused_whole_with_a_notice() {
                 &seed_page(2, "https://shop.example/cart", "Cart", "Cart total $5."),
             ),
         ],
-        "What do the terms say?",
+        "What do the terms say about each clause?",
     );
     let p = project_with(&body, &on(), &[]);
     check_invariants(&body, &p);
@@ -320,8 +320,19 @@ const FACTS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The index of the final answer: the last assistant message with text and no tool calls.
+fn answer_index(body: &str) -> Option<usize> {
+    messages(body).iter().rposition(|m| {
+        m["role"] == "assistant"
+            && m["tool_calls"].is_null()
+            && m["content"].as_str().is_some_and(|t| !t.trim().is_empty())
+    })
+}
+
+/// SPEC 3 and 9: a fact the final answer states is in the request that produced the answer
+/// (the body up to it); a fact the follow-up asks about is in the request that carries it.
 #[test]
-fn recorded_facts_survive_projection_in_every_version() {
+fn recorded_facts_are_where_they_are_needed_in_every_version() {
     let dirs = [
         repo_fixtures().join("pwmcp-0.0.30"),
         shared_fixtures().join("pwmcp-0.0.41"),
@@ -331,30 +342,59 @@ fn recorded_facts_survive_projection_in_every_version() {
     for dir in dirs {
         for (scenario, facts) in FACTS {
             let body = read(&dir.join(format!("{scenario}.openai.json")));
-            let p = project(&body);
-            let (before, after) = (tool_text(&body), tool_text(&p.body));
-            let mut needed = 0;
+            let at = answer_index(&body).expect("a final answer");
+            let answer = messages(&body)[at]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let asked = project(&truncate(&body, at));
+            let last = project(&body);
             for fact in *facts {
                 assert!(
-                    before.contains(fact),
+                    tool_text(&body).contains(fact),
                     "{}/{scenario}: the pages never showed {fact:?}",
                     dir.display()
                 );
-                needed += 1;
+                let (request, which) = if answer.contains(fact) {
+                    (&asked, "the request that produced the answer")
+                } else {
+                    (&last, "the request with the follow-up")
+                };
                 assert!(
-                    after.contains(fact),
-                    "{}/{scenario}: {fact:?} lost",
+                    tool_text(&request.body).contains(fact),
+                    "{}/{scenario}: {fact:?} is not in {which}",
                     dir.display()
                 );
             }
             println!(
-                "{}/{scenario}: {needed}/{needed} facts retained, {} quotes, {} evidence bytes",
+                "{}/{scenario}: {} facts where needed, {} quotes, {} evidence bytes",
                 dir.file_name().unwrap().to_string_lossy(),
-                p.evidence.retained.len(),
-                p.evidence.bytes
+                facts.len(),
+                last.evidence.retained.len(),
+                last.evidence.bytes
             );
         }
     }
+}
+
+/// Quote lines of every evidence block in a projected body: inside collapsed observations
+/// and in appended parts.
+fn quote_lines(body: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for m in messages(body) {
+        let text = content_text(&m);
+        let mut inside = false;
+        for line in text.lines() {
+            if line == EVIDENCE_HEADER {
+                inside = true;
+            } else if inside && line.starts_with('{') {
+                lines.push(line.to_string());
+            } else if !line.starts_with("[staleguard") {
+                inside = false;
+            }
+        }
+    }
+    lines
 }
 
 fn limits() -> impl Strategy<Value = (usize, usize, usize)> {
@@ -379,8 +419,10 @@ proptest! {
         check_invariants(&body, &p);
         let retained = &p.evidence.retained;
         prop_assert!(retained.len() <= items);
-        let quote_bytes: usize = retained.iter().map(|q| staleguard::evidence::line(q).len() + 1).sum();
-        prop_assert!(quote_bytes <= bytes);
+        let lines = quote_lines(&p.body);
+        prop_assert_eq!(lines.len(), retained.len());
+        let quote_bytes: usize = lines.iter().map(|l| l.len() + 1).sum();
+        prop_assert!(quote_bytes <= bytes, "{} > {}", quote_bytes, bytes);
         // Verbatim: each quote is a whole chunk of page text the browser returned.
         let chunks: Vec<String> = messages(&body)
             .iter()

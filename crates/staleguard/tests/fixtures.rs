@@ -187,12 +187,14 @@ fn seed_format_cases() {
     for id in ["call_3", "call_5", "call_7", "call_8"] {
         assert_eq!(before[index(id)], after[index(id)], "{id} untouched");
     }
-    // The newest non-failed browser result carries the evidence the follow-up asks for.
-    assert_eq!(appended_message(&p), Some(index("call_6")));
-    let evidence = content_text(&after[index("call_6")]);
+    // What the follow-up asks for was quoted when its pages collapsed (SPEC 9, C2), so the
+    // question adds nothing: the request carries each fact once, inside collapsed pages.
+    assert_eq!(appended_message(&p), None);
+    let collapsed = content_text(&after[index("call_2")]) + &content_text(&after[index("call_4")]);
     assert!(
-        evidence.contains("Order total: $39.98") && evidence.contains("Price: $19.99 per widget."),
-        "{evidence}"
+        collapsed.contains("Order total: $39.98")
+            && collapsed.contains("Price: $19.99 per widget."),
+        "{collapsed}"
     );
     // The action text before `Current snapshot:` and the verification lines survive.
     let call2 = content_text(&after[index("call_2")]);

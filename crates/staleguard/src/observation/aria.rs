@@ -70,10 +70,156 @@ pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
     let count = memchr::memchr_iter(b'\n', tree.as_bytes()).count() + 1;
     obs.nodes.reserve(count);
     obs.refs.reserve(count);
+    let mut blocks = Blocks::default();
     for line in lines(tree) {
+        blocks.close_at(line.text, obs);
+        let before = obs.chunks.len();
         parse_line(line.text, obs, &mut stats);
+        blocks.open(line.text, before, obs);
     }
+    blocks.close_all(obs);
     stats
+}
+
+/// Roles whose text a reader takes as one piece: a paragraph, list item, cell or heading
+/// with inline children (`- text:`, `strong`, `emphasis`, links, `code`).
+const BLOCK_ROLES: &[&str] = &[
+    "paragraph",
+    "listitem",
+    "cell",
+    "gridcell",
+    "heading",
+    "blockquote",
+    "caption",
+    "row",
+    "term",
+    "definition",
+];
+
+/// Roles that hold rows: their first and last rows with numbers are candidates of their own.
+const TABLE_ROLES: &[&str] = &["table", "grid", "treegrid"];
+
+/// A node whose children are being read.
+enum Frame {
+    /// A block: its indent, the index of its first chunk, and whether it is a row. When it
+    /// closes, the chunks its children gave become one chunk, joined in reading order, so no
+    /// sentence loses its number to a `strong` child.
+    Block {
+        indent: usize,
+        first: usize,
+        row: bool,
+    },
+    /// A table: its indent and the chunks of its rows.
+    Table { indent: usize, rows: Vec<usize> },
+}
+
+impl Frame {
+    fn indent(&self) -> usize {
+        match self {
+            Frame::Block { indent, .. } | Frame::Table { indent, .. } => *indent,
+        }
+    }
+}
+
+/// The blocks and tables the parser is inside of.
+#[derive(Default)]
+struct Blocks(Vec<Frame>);
+
+impl Blocks {
+    /// Opens a block when `line` is a block node whose text is in its children, or a table;
+    /// notes a named row. `first` is the number of chunks before the line.
+    fn open(&mut self, line: &str, first: usize, obs: &Observation<'_>) {
+        let body = line.trim_start();
+        let Some(rest) = body.strip_prefix("- ") else {
+            return;
+        };
+        let role_end = rest
+            .find([' ', ':', '['])
+            .unwrap_or(rest.len());
+        let role = &rest[..role_end];
+        let indent = line.len() - body.len();
+        let has_children = rest.trim_end().ends_with(':');
+        if role == "row" && obs.chunks.len() > first {
+            self.add_row(first);
+        }
+        if !has_children {
+            return;
+        }
+        if TABLE_ROLES.contains(&role) {
+            self.0.push(Frame::Table {
+                indent,
+                rows: Vec::new(),
+            });
+        } else if BLOCK_ROLES.contains(&role) && obs.chunks.len() == first {
+            let row = role == "row";
+            self.0.push(Frame::Block { indent, first, row });
+        }
+    }
+
+    /// Tells the innermost table that chunk `at` is one of its rows.
+    fn add_row(&mut self, at: usize) {
+        let table = self.0.iter_mut().rev().find_map(|f| match f {
+            Frame::Table { rows, .. } => Some(rows),
+            Frame::Block { .. } => None,
+        });
+        if let Some(rows) = table {
+            rows.push(at);
+        }
+    }
+
+    /// Closes the frames that `line` is not inside of.
+    fn close_at(&mut self, line: &str, obs: &mut Observation<'_>) {
+        let body = line.trim_start();
+        if body.is_empty() {
+            return;
+        }
+        let indent = line.len() - body.len();
+        while self.0.last().is_some_and(|f| indent <= f.indent()) {
+            self.close_last(obs);
+        }
+    }
+
+    fn close_all(&mut self, obs: &mut Observation<'_>) {
+        while !self.0.is_empty() {
+            self.close_last(obs);
+        }
+    }
+
+    fn close_last(&mut self, obs: &mut Observation<'_>) {
+        match self.0.pop() {
+            Some(Frame::Block { first, row, .. }) => {
+                let pieces = obs.chunks.get(first..).unwrap_or_default();
+                if pieces.len() >= 2 {
+                    let joined = pieces
+                        .iter()
+                        .map(|p| p.trim())
+                        .filter(|p| !p.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    obs.chunks.truncate(first);
+                    obs.table_ends.retain(|&i| i < first);
+                    obs.chunks.push(Cow::Owned(joined));
+                }
+                if row && obs.chunks.len() > first {
+                    self.add_row(first);
+                }
+            }
+            Some(Frame::Table { rows, .. }) => {
+                let numbered: Vec<usize> = rows
+                    .into_iter()
+                    .filter(|&i| {
+                        obs.chunks
+                            .get(i)
+                            .is_some_and(|c| c.bytes().any(|b| b.is_ascii_digit()))
+                    })
+                    .collect();
+                obs.table_ends.extend(numbered.first());
+                obs.table_ends
+                    .extend(numbered.last().filter(|_| numbered.len() > 1));
+            }
+            None => {}
+        }
+    }
 }
 
 /// The canonical nodes of `tree`, as a full parse finds them.

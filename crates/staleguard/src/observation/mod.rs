@@ -132,6 +132,9 @@ pub struct Observation<'a> {
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,
+    /// Indices into `chunks` of the first and last rows of each table that hold numbers:
+    /// evidence candidates of their own ("the last part in the list").
+    pub table_ends: Vec<usize>,
     /// Every line of the tree in canonical form, for the page fingerprint (full parses of
     /// aria trees only).
     pub nodes: Vec<Node>,
@@ -160,6 +163,7 @@ impl<'a> Observation<'a> {
             tree: None,
             controls: Vec::new(),
             chunks: Vec::new(),
+            table_ends: Vec::new(),
             nodes: Vec::new(),
             images: 0,
             document: None,

@@ -1,0 +1,714 @@
+//! Evidence written once (SPEC 9, C2 and C3): an observation's quotes are chosen when it
+//! collapses and travel inside its collapsed content, after the receipt; a user message that
+//! asks about pages already collapsed gets the quotes that answer it once, as a part of its
+//! own on the newest browser result before it.
+//!
+//! Everything here is a function of the transcript up to the point where it is written: the
+//! quotes of an observation depend on the transcript up to the result that superseded it,
+//! and those of a user message on the transcript up to it. So a later request writes the same
+//! bytes again, and the provider reads them from its prompt cache.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::evidence::{chunks_of, line_of, Chunk, Limits, Quote, EVIDENCE_HEADER};
+use crate::projection::{Edit, Plan, Status};
+use crate::refs::neutralise;
+use crate::session::Session;
+use crate::texts;
+use crate::transcript::{Item, Role, Transcript};
+
+/// Quotes one collapsed page keeps at most: fewer, better quotes beat many weak ones, and
+/// every byte is read again on every later turn.
+const MAX_QUOTES_PER_PAGE: usize = 5;
+
+/// Bytes of quote text one collapsed page keeps at most.
+const MAX_BYTES_PER_PAGE: usize = 800;
+
+/// Chunks up to this many bytes are labels, cells and values: short facts.
+const SHORT_FACT: usize = 64;
+
+/// Quotes a follow-up question adds at most.
+const MAX_QUOTES_PER_QUESTION: usize = 3;
+
+/// Words in more chunks of the pages ranked than this single nothing out.
+const RARE_MAX_CHUNKS: usize = 3;
+
+/// The score a chunk of a collapsed page needs to be quoted: about two rare words of the
+/// task, or one number or identifier it names.
+const MIN_PAGE_SCORE: u32 = 6;
+
+/// `weight`, shared among the `df` chunks that hold the word: a word on every line of a
+/// page singles nothing out.
+fn rarity(weight: u32, df: usize) -> u32 {
+    match df {
+        0 => 0,
+        df if df > 2 * RARE_MAX_CHUNKS => 0,
+        df => weight / df as u32,
+    }
+}
+
+/// The evidence a request carries: blocks inside collapsed observations, and parts after
+/// the newest browser result before a question.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Text to add inside the collapsed content of a result (after its receipt).
+    pub inside: Vec<(usize, String)>,
+    /// Parts to append to a result (quotes that answer a later question).
+    pub appended: Vec<(usize, String)>,
+    /// Every quote written, in request order.
+    pub quotes: Vec<Quote>,
+    /// Chunks that ranked but were over the per-quote limit: refused whole, with a notice.
+    pub refused: Vec<Quote>,
+    /// Quotes left out by the request budget, with a notice.
+    pub omitted: Vec<Quote>,
+}
+
+/// One quote on its way to the request.
+struct Kept<'t> {
+    chunk: Chunk<'t>,
+    /// Bytes of its line in the request, newline included: what the caps count.
+    size: usize,
+    /// The block it is written in: the step index of a collapsed page, or the item of a
+    /// follow-up target.
+    block: Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Block {
+    /// Inside the collapsed content of transcript item `.0`.
+    Inside(usize),
+    /// A part appended to transcript item `.0`.
+    Appended(usize),
+}
+
+/// Chooses the quotes of every collapsed observation and follow-up question of `session`.
+pub fn choose<'t>(
+    transcript: &'t Transcript<'_>,
+    session: &'t Session<'t>,
+    plan: &Plan,
+    limits: Limits,
+) -> Chosen<'t> {
+    let events = Events::of(transcript, session, plan);
+    let mut state = Chosen {
+        max_quote_bytes: limits.max_quote_bytes,
+        ..Chosen::default()
+    };
+    let mut task = Words::default();
+    let mut read_up_to = 0;
+    let mut index = None;
+    for event in &events.order {
+        let at = event.at();
+        for item in transcript.items.get(read_up_to..at).unwrap_or_default() {
+            if let Item::Text {
+                role: Role::User,
+                text,
+            } = item
+            {
+                task.add(text);
+            }
+        }
+        read_up_to = read_up_to.max(at);
+        match *event {
+            Event::Collapse { step, until } => {
+                let chosen = choose_for_page(transcript, session, step, until, &task, &state);
+                state.add(chosen, Block::Inside(session.steps[step].item), limits);
+            }
+            Event::Question { item, target } => {
+                let index = index.get_or_insert_with(|| Index::of(session, plan));
+                let chosen = choose_for_question(transcript, session, index, item, target, &state);
+                state.add(chosen, Block::Appended(session.steps[target].item), limits);
+            }
+        }
+    }
+    state
+}
+
+/// Words of context, each with whether it holds a digit.
+#[derive(Default)]
+struct Words(HashMap<u64, bool>);
+
+impl Words {
+    fn add(&mut self, text: &str) {
+        for (w, digit) in crate::evidence::words_with_digits(text) {
+            self.0.insert(w, digit);
+        }
+    }
+
+    fn of(text: &str) -> Words {
+        let mut words = Words::default();
+        words.add(text);
+        words
+    }
+
+    /// The weight of word `w` in this context: a number or an identifier singles a fact
+    /// out far better than a plain word.
+    fn weight(&self, w: u64, plain: u32, digits: u32) -> u32 {
+        match self.0.get(&w) {
+            Some(true) => digits,
+            Some(false) => plain,
+            None => 0,
+        }
+    }
+}
+
+/// Where quotes are chosen, in transcript order.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// Step `step` was superseded by the observation at transcript item `until`.
+    Collapse { step: usize, until: usize },
+    /// The user message at transcript item `item`, after collapsed pages; `target` is the
+    /// newest non-failed browser step before it.
+    Question { item: usize, target: usize },
+}
+
+impl Event {
+    /// Where in the transcript it happens.
+    fn at(&self) -> usize {
+        match *self {
+            Event::Collapse { until, .. } => until,
+            Event::Question { item, .. } => item,
+        }
+    }
+}
+
+struct Events {
+    order: Vec<Event>,
+}
+
+impl Events {
+    fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
+        let mut order = Vec::new();
+        let steps = &session.steps;
+        for (i, (step, report)) in steps.iter().zip(&plan.results).enumerate() {
+            if report.status != Status::Collapsed || step.reading.collapsed {
+                continue;
+            }
+            let until = steps[i + 1..]
+                .iter()
+                .find(|s| s.tree_kind().is_some())
+                .map_or(usize::MAX, |s| s.item);
+            order.push((until, Event::Collapse { step: i, until }));
+        }
+        let first_collapse = order.iter().map(|(until, _)| *until).min();
+        for (item, entry) in transcript.items.iter().enumerate() {
+            let asked_after_collapse = first_collapse.is_some_and(|at| at < item);
+            if !asked_after_collapse
+                || !matches!(
+                    entry,
+                    Item::Text {
+                        role: Role::User,
+                        ..
+                    }
+                )
+            {
+                continue;
+            }
+            // Steps are in transcript order: the newest non-failed one before the message.
+            let before = steps.partition_point(|s| s.item < item);
+            let target = (0..before).rev().find(|&i| {
+                plan.results
+                    .get(i)
+                    .is_some_and(|r| r.status != Status::Failed)
+            });
+            if let Some(target) = target.filter(|&t| !steps[t].appendix) {
+                order.push((item, Event::Question { item, target }));
+            }
+        }
+        // A page's quotes are chosen when it is superseded; a question's when it is asked.
+        order.sort_by_key(|(at, _)| *at);
+        Events {
+            order: order.into_iter().map(|(_, e)| e).collect(),
+        }
+    }
+}
+
+/// The quotes chosen so far, in request order, and what the caps and the per-quote limit
+/// did.
+#[derive(Default)]
+pub struct Chosen<'t> {
+    kept: Vec<Kept<'t>>,
+    /// Quotes dropped by the caps, per block that announces it.
+    dropped: Vec<(Block, usize)>,
+    /// Chunks over the per-quote limit, refused whole, per block that announces it.
+    refused: Vec<(Block, Chunk<'t>)>,
+    max_quote_bytes: usize,
+}
+
+type State<'t> = Chosen<'t>;
+
+impl<'t> Chosen<'t> {
+    /// How many quotes were chosen.
+    pub fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// True when `chunk` (or a quote holding it, on the same page) is already written.
+    fn has(&self, chunk: &Chunk<'_>) -> bool {
+        self.kept
+            .iter()
+            .any(|k| k.chunk.key == chunk.key && k.chunk.text.contains(chunk.text))
+    }
+
+    /// Adds `chosen` in `block`; when the caps would be passed, the oldest quotes go until
+    /// at most half the caps are used (C3), so the cached prefix breaks rarely, at one place.
+    /// The new block's own quotes stay, as many as the caps allow.
+    fn add(&mut self, chosen: Picked<'t>, block: Block, limits: Limits) {
+        self.refused
+            .extend(chosen.refused.into_iter().map(|c| (block, c)));
+        let first_new = self.kept.len();
+        let (mut items, mut bytes) = (0, 0);
+        for chunk in chosen.chunks {
+            let size = line_size(block, &chunk);
+            if items + 1 > limits.max_items || bytes + size > limits.max_bytes {
+                break;
+            }
+            items += 1;
+            bytes += size;
+            self.kept.push(Kept { chunk, size, block });
+        }
+        if self.kept.len() == first_new || !over(&self.kept, limits.max_items, limits.max_bytes) {
+            return;
+        }
+        let (half_items, half_bytes) = (limits.max_items / 2, limits.max_bytes / 2);
+        let mut dropped = 0;
+        while dropped < first_new && over(&self.kept[dropped..], half_items, half_bytes) {
+            dropped += 1;
+        }
+        self.kept.drain(..dropped);
+        if dropped > 0 {
+            self.dropped.push((block, dropped));
+        }
+    }
+
+    /// The blocks to write, with the first `keep` quotes (in request order); the rest are
+    /// omitted, with a notice in the newest block.
+    pub fn render(&self, keep: usize) -> Written {
+        let mut blocks: Vec<Block> = self.kept.iter().map(|k| k.block).collect();
+        blocks.extend(self.dropped.iter().map(|(b, _)| *b));
+        blocks.extend(self.refused.iter().map(|(b, _)| *b));
+        blocks.sort();
+        blocks.dedup();
+        let omitted = self.kept.len().saturating_sub(keep);
+        let newest = blocks.last().copied();
+        let mut written = Written::default();
+        for block in blocks {
+            let mut text = String::from(EVIDENCE_HEADER);
+            let mut any = false;
+            for (i, k) in self
+                .kept
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| k.block == block)
+            {
+                let quote = quote_of(&k.chunk);
+                if i >= keep {
+                    written.omitted.push(quote);
+                    continue;
+                }
+                text.push('\n');
+                text.push_str(&line_in(block, &k.chunk));
+                written.quotes.push(quote);
+                any = true;
+            }
+            let notices = self.notices(block, omitted, newest == Some(block), &mut written);
+            if !any && notices.is_empty() {
+                continue;
+            }
+            for n in notices {
+                text.push('\n');
+                text.push_str(&n);
+            }
+            match block {
+                Block::Inside(item) => written.inside.push((item, text)),
+                Block::Appended(item) => written.appended.push((item, text)),
+            }
+        }
+        written
+    }
+
+    /// The notices of `block`: refused quotes, quotes dropped by the caps, and (in the
+    /// newest block) quotes omitted by the request budget.
+    fn notices(
+        &self,
+        block: Block,
+        omitted: usize,
+        newest: bool,
+        written: &mut Written,
+    ) -> Vec<String> {
+        let mut notices = Vec::new();
+        let refused: Vec<Quote> = self
+            .refused
+            .iter()
+            .filter(|(b, _)| *b == block)
+            .map(|(_, c)| quote_of(c))
+            .collect();
+        notices.extend(crate::evidence::refused_notice(
+            &refused,
+            self.max_quote_bytes,
+        ));
+        written.refused.extend(refused);
+        let dropped: usize = self
+            .dropped
+            .iter()
+            .filter(|(b, _)| *b == block)
+            .map(|(_, n)| n)
+            .sum();
+        if dropped > 0 {
+            notices.push(texts::quotes_dropped_by_caps(dropped));
+        }
+        if newest && omitted > 0 {
+            notices.push(crate::evidence::omitted_notice(omitted));
+        }
+        notices
+    }
+}
+
+fn over(kept: &[Kept<'_>], items: usize, bytes: usize) -> bool {
+    kept.len() > items || kept.iter().map(|k| k.size).sum::<usize>() > bytes
+}
+
+fn quote_of(c: &Chunk<'_>) -> Quote {
+    Quote {
+        source_url: c.url.to_string(),
+        observation: c.observation.to_string(),
+        quote: c.text.to_string(),
+    }
+}
+
+/// A quote's line in `block`: inside its own page's content the receipt above names URL
+/// and page.
+fn line_in(block: Block, c: &Chunk<'_>) -> String {
+    match block {
+        Block::Inside(_) => own_line(c.text),
+        Block::Appended(_) => line_of(c.url, c.observation, c.text),
+    }
+}
+
+fn line_size(block: Block, c: &Chunk<'_>) -> usize {
+    line_in(block, c).len() + 1
+}
+
+/// What one page or question picked: the quotes, and the chunks refused whole.
+struct Picked<'t> {
+    chunks: Vec<Chunk<'t>>,
+    refused: Vec<Chunk<'t>>,
+}
+
+impl Picked<'_> {
+    fn none() -> Self {
+        Picked {
+            chunks: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+}
+
+/// A quote line inside the collapsed content of its own page: the receipt above it names
+/// the URL and the observation.
+fn own_line(quote: &str) -> String {
+    serde_json::json!({ "quote": neutralise(quote) }).to_string()
+}
+
+/// What the model wrote and did between transcript items `from` and `until`.
+fn model_words(transcript: &Transcript<'_>, from: usize, until: usize) -> Words {
+    let mut words = Words::default();
+    let window = transcript
+        .items
+        .get(from + 1..until.min(transcript.items.len()));
+    for item in window.unwrap_or_default() {
+        match item {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => words.add(text),
+            Item::Call(call) => words.add(&call.arguments),
+            _ => {}
+        }
+    }
+    words
+}
+
+/// The quotes of the collapsed page at `step`, superseded at transcript item `until`: the
+/// chunks that share rare words with the user's task or with what the model wrote and did
+/// after reading it, numbers and identifiers first; none that the next page still shows.
+fn choose_for_page<'t>(
+    transcript: &'t Transcript<'_>,
+    session: &'t Session<'t>,
+    step: usize,
+    until: usize,
+    task: &Words,
+    state: &State<'_>,
+) -> Picked<'t> {
+    let page = &session.steps[step];
+    let header = page.reading.header.as_ref();
+    if is_error_page(header.and_then(|h| h.url.as_deref())) {
+        return Picked::none();
+    }
+    let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
+    let next: HashSet<&str> = session
+        .steps
+        .iter()
+        .find(|s| s.item == until)
+        .map(|s| chunks_of(s).map(|c| c.text).collect())
+        .unwrap_or_default();
+    let model = model_words(transcript, page.item, until);
+    let chunks: Vec<Chunk<'t>> = chunks_of(page)
+        .filter(|c| is_quotable(c.text) && c.text != title && !next.contains(c.text))
+        .collect();
+    let frequency = frequency(chunks.iter());
+    let score = |c: &Chunk<'_>| {
+        let matched: u32 = c
+            .words
+            .iter()
+            .map(|w| {
+                let weight = task.weight(*w, 4, 12) + model.weight(*w, 2, 8);
+                rarity(weight, frequency.get(w).copied().unwrap_or(0))
+            })
+            .sum();
+        // The first and last rows of a table and dates are candidates of their own.
+        let end = if c.table_end { MIN_PAGE_SCORE } else { 0 };
+        let date = if has_date(c.text) {
+            MIN_PAGE_SCORE - 1
+        } else {
+            0
+        };
+        if matched + end + date == 0 {
+            return 0;
+        }
+        // A long paragraph matches many words; a short fact with a number is worth as much.
+        let short = if c.text.len() <= SHORT_FACT && has_number(c.text) {
+            2
+        } else {
+            0
+        };
+        matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(has_number(c.text))
+    };
+    best(chunks, score, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+}
+
+/// Where each word occurs among the chunks of the collapsed pages: a question's candidates
+/// are found by its words, not by reading every page again for every question.
+struct Index<'t> {
+    chunks: Vec<(usize, Chunk<'t>)>,
+    postings: HashMap<u64, Vec<usize>>,
+}
+
+impl<'t> Index<'t> {
+    fn of(session: &'t Session<'t>, plan: &Plan) -> Index<'t> {
+        let mut index = Index {
+            chunks: Vec::new(),
+            postings: HashMap::new(),
+        };
+        let collapsed = session
+            .steps
+            .iter()
+            .zip(&plan.results)
+            .enumerate()
+            .filter(|(_, (s, r))| r.status == Status::Collapsed && !s.reading.collapsed)
+            .filter(|(_, (s, _))| {
+                !is_error_page(s.reading.header.as_ref().and_then(|h| h.url.as_deref()))
+            });
+        // A page snapshotted again repeats its chunks: each distinct text counts once, at
+        // its first step, so a word is as rare as the page makes it.
+        let mut seen: HashSet<(std::sync::Arc<str>, &'t str)> = HashSet::new();
+        for (i, (step, _)) in collapsed {
+            let title = step
+                .reading
+                .header
+                .as_ref()
+                .and_then(|h| h.title.as_deref());
+            let quotable = |c: &Chunk<'_>| is_quotable(c.text) && Some(c.text) != title;
+            for chunk in chunks_of(step).filter(quotable) {
+                if !seen.insert((chunk.key.clone(), chunk.text)) {
+                    continue;
+                }
+                let at = index.chunks.len();
+                for &w in chunk.words {
+                    index.postings.entry(w).or_default().push(at);
+                }
+                index.chunks.push((i, chunk));
+            }
+        }
+        index
+    }
+}
+
+/// The quotes that answer the user message at transcript item `item`: chunks of pages
+/// collapsed before `target` that share its rare words, and that the request does not carry
+/// yet.
+fn choose_for_question<'t>(
+    transcript: &'t Transcript<'_>,
+    session: &'t Session<'t>,
+    index: &Index<'t>,
+    item: usize,
+    target: usize,
+    state: &State<'_>,
+) -> Picked<'t> {
+    let Some(Item::Text { text, .. }) = transcript.items.get(item) else {
+        return Picked::none();
+    };
+    let question = Words::of(text);
+    let live: HashSet<&str> = chunks_of(&session.steps[target]).map(|c| c.text).collect();
+    let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
+    // Each word of the question, with the candidate chunks that hold it.
+    let mut scores: HashMap<usize, u32> = HashMap::new();
+    for (&w, &digit) in &question.0 {
+        let postings: Vec<usize> = index
+            .postings
+            .get(&w)
+            .map(|p| p.iter().copied().filter(before).collect())
+            .unwrap_or_default();
+        if postings.is_empty() || postings.len() > RARE_MAX_CHUNKS {
+            continue;
+        }
+        for at in postings {
+            *scores.entry(at).or_default() += if digit { 6 } else { 2 };
+        }
+    }
+    let candidates: Vec<Chunk<'t>> = scores
+        .keys()
+        .filter_map(|&at| index.chunks.get(at))
+        .filter(|(_, c)| !live.contains(c.text))
+        .map(|(_, c)| c.clone())
+        .collect();
+    let score = |c: &Chunk<'_>| {
+        let matched: u32 = c.words.iter().map(|&w| question.weight(w, 2, 6)).sum();
+        matched + u32::from(has_number(c.text))
+    };
+    let mut candidates = candidates;
+    // In page order, so ties break the same way on every run.
+    candidates.sort_by(|a, b| (a.position, a.text).cmp(&(b.position, b.text)));
+    best(candidates, score, 2, MAX_QUOTES_PER_QUESTION, state)
+}
+
+/// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
+/// in page order; chunks over the per-quote limit that rank among them are refused whole.
+/// Ties go to the newer page, then to page order: deterministic.
+fn best<'t>(
+    chunks: Vec<Chunk<'t>>,
+    score: impl Fn(&Chunk<'_>) -> u32,
+    min: u32,
+    max: usize,
+    state: &State<'_>,
+) -> Picked<'t> {
+    let mut ranked: Vec<(u32, usize)> = chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (score(c), i))
+        .filter(|(s, i)| *s >= min && !state.has(&chunks[*i]))
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(chunks[b.1].position.cmp(&chunks[a.1].position))
+            .then(a.1.cmp(&b.1))
+    });
+    let (mut chosen, mut refused): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    let mut bytes = 0;
+    for (_, i) in ranked {
+        let c = &chunks[i];
+        let inside = chosen
+            .iter()
+            .any(|&j| chunks[j].key == c.key && chunks[j].text.contains(c.text));
+        if inside {
+            continue;
+        }
+        if c.text.len() > state.max_quote_bytes {
+            refused.push(i);
+            continue;
+        }
+        // The page's first quote may take up to the per-quote limit.
+        if bytes > 0 && bytes + c.text.len() > MAX_BYTES_PER_PAGE {
+            continue;
+        }
+        bytes += c.text.len();
+        chosen.push(i);
+        if chosen.len() == max {
+            break;
+        }
+    }
+    chosen.sort_unstable();
+    let mut chunks: Vec<Option<Chunk<'t>>> = chunks.into_iter().map(Some).collect();
+    let mut take = |ids: Vec<usize>| -> Vec<Chunk<'t>> {
+        ids.into_iter()
+            .filter_map(|i| chunks.get_mut(i).and_then(Option::take))
+            .collect()
+    };
+    Picked {
+        chunks: take(chosen),
+        refused: take(refused),
+    }
+}
+
+/// In how many chunks each word occurs.
+fn frequency<'c, 't: 'c>(chunks: impl Iterator<Item = &'c Chunk<'t>>) -> HashMap<u64, usize> {
+    let mut frequency = HashMap::new();
+    for chunk in chunks {
+        for &w in chunk.words {
+            *frequency.entry(w).or_insert(0) += 1;
+        }
+    }
+    frequency
+}
+
+/// Page text worth quoting: a number, or a phrase of a few words; not a bare label or a
+/// heading of two words, which the receipt's title and the next page usually carry.
+fn is_quotable(text: &str) -> bool {
+    has_number(text) || text.split_whitespace().nth(3).is_some()
+}
+
+/// Month names, as dates on pages spell them.
+const MONTHS: &[&str] = &[
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// A date: a month name and a four-digit year (`12 November 2024`, `March 3, 2025`).
+fn has_date(text: &str) -> bool {
+    let year = text
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|d| d.len() == 4 && (d.starts_with("19") || d.starts_with("20")));
+    year && MONTHS.iter().any(|m| text.contains(m))
+}
+
+fn has_number(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// Chromium's error pages (`chrome-error://`) give no evidence.
+fn is_error_page(url: Option<&str>) -> bool {
+    url.is_some_and(|u| u.starts_with("chrome-error:"))
+}
+
+/// Writes `written` into the plan's edits: blocks inside collapsed content go after the
+/// receipt of that result; appended parts after its content (inside it, when it collapsed).
+pub fn apply(written: &Written, edits: &mut Vec<Edit>) {
+    let mut replaced: HashMap<usize, usize> = HashMap::new();
+    for (i, e) in edits.iter().enumerate() {
+        if !e.append {
+            replaced.insert(e.item, i);
+        }
+    }
+    for (item, text) in written.inside.iter().chain(&written.appended) {
+        match replaced.get(item).and_then(|&i| edits.get_mut(i)) {
+            Some(edit) => {
+                edit.text.push('\n');
+                edit.text.push_str(text);
+            }
+            None => edits.push(Edit {
+                item: *item,
+                text: text.clone(),
+                append: true,
+            }),
+        }
+    }
+}
