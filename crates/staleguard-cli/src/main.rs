@@ -52,30 +52,9 @@ enum Command {
         #[arg(long, default_value = "openai")]
         format: String,
     },
-    /// What each strategy sends on every model turn of a recorded session, side by side.
-    Replay {
-        /// The last request body of a session.
-        session: PathBuf,
-        /// Facts to look for, one a line: whether each is still in the tool results.
-        #[arg(long, value_name = "FILE")]
-        facts: Option<PathBuf>,
-        /// Tokens past which `clear-oldest-3` starts clearing.
-        #[arg(long, default_value_t = 100_000)]
-        trigger_tokens: usize,
-        /// Cost of a cached input token (cache read), relative to an input token.
-        #[arg(long, default_value_t = 0.1)]
-        read_ratio: f64,
-        /// Cost of an input token written to the cache, relative to an input token.
-        #[arg(long, default_value_t = 1.25)]
-        write_ratio: f64,
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        #[arg(long)]
-        csv: bool,
-        /// Draw tokens per turn for each strategy into this SVG file.
-        #[arg(long, value_name = "FILE.svg")]
-        plot: Option<PathBuf>,
-    },
+    /// What each strategy costs on every model turn of recorded sessions, as a provider's
+    /// prompt cache bills it, and whether the facts are where they are needed.
+    Replay(replay::ReplayArgs),
     /// A drop-in HTTP proxy for OpenAI and Anthropic APIs: point an agent's base URL here.
     Proxy(proxy::ProxyArgs),
     /// Read back the observations of a request body (SPEC 6): list them, or print one by the
@@ -173,46 +152,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Proxy(args) => proxy::run(args),
         Command::Mcp(args) => mcp::run(args),
         Command::Archive { input, id } => archive(&input, id.as_deref()),
-        Command::Replay {
-            session,
-            facts,
-            trigger_tokens,
-            read_ratio,
-            write_ratio,
-            json,
-            csv,
-            plot,
-        } => {
-            let facts = match facts {
-                Some(path) => read_file(&path)?
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string)
-                    .collect(),
-                None => Vec::new(),
-            };
-            let options = replay::Options {
-                facts,
-                trigger_tokens,
-                read_ratio,
-                write_ratio,
-            };
-            let result = replay::replay(&read_file(&session)?, &options)?;
-            if let Some(path) = plot {
-                replay::plot(&result, &path)?;
-            }
-            let text = if json {
-                serde_json::to_string_pretty(
-                    &serde_json::json!({"replay": &result, "totals": result.totals()}),
-                )? + "\n"
-            } else if csv {
-                replay::to_csv(&result)
-            } else {
-                replay::to_table(&result)
-            };
-            write_stdout(text.as_bytes())
-        }
+        Command::Replay(args) => replay::run(args),
     }
 }
 

@@ -1,7 +1,18 @@
-//! `staleguard replay SESSION`: what each strategy sends to the model on every turn of a
-//! recorded session, and what it costs in prompt-cache rewrites.
+//! `staleguard replay SESSION...`: what each strategy costs, turn by turn, as a provider's
+//! prompt cache bills it (SPEC 9 "Measure"), and whether the facts are where they are needed.
+//!
+//! Every model turn of a recorded session is rebuilt (the messages before each assistant
+//! turn, then the whole body), sent through each strategy, rendered in cache order
+//! ([`render`]) and billed against the cache the strategy's earlier turns left
+//! ([`cache`]). The reference for the measure is `../shared/tools/cachecost.py`; the tests
+//! compare with it.
 
-use std::collections::HashSet;
+mod cache;
+mod facts;
+mod render;
+mod report;
+
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -11,142 +22,488 @@ use staleguard::projection::{self, Edit};
 use staleguard::session::Session;
 use staleguard::tools::BrowserTools;
 use staleguard::transcript::Item;
-use staleguard::{project_request, Config, RequestFormat};
+use staleguard::{project, Config, Memo, Options, RequestFormat, Status};
+
+pub use cache::{Bill, Model, Pricing};
+pub use facts::Need;
 
 use crate::Failure;
 
-/// The strategies compared, in table order.
-pub const STRATEGIES: [&str; 4] = [
-    "none",
-    "staleguard",
-    "clear-oldest-3",
-    "newest-only-placeholder",
-];
+/// The strategies compared, in table order. `none` and `newest-only` are what the others
+/// are measured against.
+pub const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
 
-/// What a strategy puts in place of an old result.
-const PLACEHOLDER: &str = "[older tool result omitted]";
+/// What `newest-only` puts in place of every older observation: the reference's text.
+const PLACEHOLDER: &str = "[older browser observation omitted; its refs are stale]";
+/// What `clear-oldest-3` puts in place of an old tool result.
+const CLEARED: &str = "[older tool result omitted]";
+
+/// `staleguard replay`'s arguments.
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    /// Recorded sessions: each the last request body of a session.
+    #[arg(required = true)]
+    sessions: Vec<PathBuf>,
+    /// Facts to check, one a line (for every session given).
+    #[arg(long, value_name = "FILE", conflicts_with = "facts_dir")]
+    facts: Option<PathBuf>,
+    /// A folder of facts files: each session's is `<scenario>.txt`, the scenario being its
+    /// file name up to the first dot (`order.openai.json`: `order.txt`).
+    #[arg(long, value_name = "DIR")]
+    facts_dir: Option<PathBuf>,
+    /// prefix: the common prefix with the previous request is read; breakpoints: Anthropic's
+    /// `cache_control` rules; auto: breakpoints for Anthropic bodies, prefix otherwise.
+    #[arg(long, value_name = "MODEL", default_value = "auto")]
+    cache_model: String,
+    /// Lifetime of a cache entry in seconds (a breakpoint's own `ttl` wins).
+    #[arg(long, default_value_t = 300)]
+    cache_ttl_secs: u64,
+    /// Seconds between turns. Recordings carry no clocks; 0 puts every turn within the TTL.
+    #[arg(long, default_value_t = 0)]
+    turn_spacing_secs: u64,
+    /// recorded: the breakpoints the bodies carry. last-block: also one on the last content
+    /// block of the last message of every turn (Anthropic bodies), as Claude Code marks it;
+    /// system-and-last-block: and one on the last system block.
+    #[arg(long, value_name = "KIND", default_value = "recorded")]
+    client_breakpoints: String,
+    /// Tokens past which `clear-oldest-3` starts clearing.
+    #[arg(long, default_value_t = 100_000)]
+    trigger_tokens: usize,
+    /// Cost of a byte read from the cache, relative to an input byte.
+    #[arg(long, default_value_t = 0.1)]
+    read_ratio: f64,
+    /// Cost of a byte written to the cache, relative to an input byte.
+    #[arg(long, default_value_t = 1.25)]
+    write_ratio: f64,
+    /// Config file for the `staleguard` strategy (default: ./staleguard.toml when present).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Also print every turn.
+    #[arg(long)]
+    per_turn: bool,
+    /// Write what each strategy sends on every turn into this folder, as
+    /// `<session file>/turn-<NN>.<strategy>.json`.
+    #[arg(long, value_name = "DIR")]
+    save_requests: Option<PathBuf>,
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Every turn of every strategy as CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Draw the cost of each turn for each strategy into this SVG file (one session).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+/// Breakpoints a simulated client puts on every turn's request before it is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientMarks {
+    /// None beyond those the recorded bodies carry.
+    Recorded,
+    /// The last content block of the last message.
+    LastBlock,
+    /// That, and the last block of the system prompt.
+    SystemAndLastBlock,
+}
+
+/// Which cost model bills a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelChoice {
+    Auto,
+    Fixed(Model),
+}
+
+impl ModelChoice {
+    fn parse(s: &str) -> Result<ModelChoice, Failure> {
+        match s {
+            "auto" => Ok(ModelChoice::Auto),
+            "prefix" => Ok(ModelChoice::Fixed(Model::Prefix)),
+            "breakpoints" => Ok(ModelChoice::Fixed(Model::Breakpoints)),
+            other => Err(Failure::Message(format!(
+                "--cache-model {other:?}: expected prefix, breakpoints or auto"
+            ))),
+        }
+    }
+
+    fn resolve(self, format: RequestFormat) -> Model {
+        match self {
+            ModelChoice::Fixed(model) => model,
+            ModelChoice::Auto if format == RequestFormat::Anthropic => Model::Breakpoints,
+            ModelChoice::Auto => Model::Prefix,
+        }
+    }
+}
 
 /// Options of a replay.
-pub struct Options {
+pub struct ReplayOptions {
     pub facts: Vec<String>,
-    /// Token count past which `clear-oldest-3` starts clearing.
+    pub model: ModelChoice,
+    pub pricing: Pricing,
+    /// Breakpoints a client would add to every turn (Anthropic bodies).
+    pub client_marks: ClientMarks,
     pub trigger_tokens: usize,
-    pub read_ratio: f64,
-    pub write_ratio: f64,
+    pub config: Config,
+    /// Where to write each strategy's request of every turn.
+    pub save_requests: Option<PathBuf>,
 }
 
 /// One strategy on one turn.
 #[derive(Debug, Clone, Serialize)]
-pub struct Cell {
+pub struct Turn {
     pub turn: usize,
-    pub strategy: &'static str,
-    pub bytes: usize,
-    pub tokens: usize,
-    pub rewrite_bytes: usize,
-    pub cost_units: f64,
+    #[serde(flatten)]
+    pub bill: Bill,
+    /// Refs the request shows that are on no page but the newest.
     pub stale_refs: usize,
-    pub facts_retained: usize,
-    /// The first message (or input item) that differs from the previous turn's request.
-    pub first_changed: Option<usize>,
-    /// The first message of the live page state (`staleguard` only).
-    pub live_message: Option<usize>,
+    /// The request is not byte-identical to the previous turn's up to the previous turn's
+    /// live page state or newest browser result (SPEC 9 C1).
+    pub frozen_history_broken: bool,
 }
 
-/// A whole replay: every turn under every strategy.
+/// One strategy over a session.
 #[derive(Debug, Clone, Serialize)]
-pub struct Replay {
-    pub format: &'static str,
-    pub turns: usize,
-    pub facts: usize,
-    pub cells: Vec<Cell>,
+pub struct StrategyReplay {
+    pub strategy: &'static str,
+    pub total: Bill,
+    pub relative_to_none: f64,
+    pub relative_to_newest_only: f64,
+    pub stale_refs: usize,
+    /// Turns (from 1) whose request broke frozen history.
+    pub frozen_history_broken: Vec<usize>,
+    pub turns: Vec<Turn>,
 }
 
-impl Replay {
-    /// Totals per strategy: sums, except facts, which are those of the last turn.
-    pub fn totals(&self) -> Vec<Cell> {
-        STRATEGIES
-            .iter()
-            .map(|&strategy| {
-                let cells: Vec<&Cell> = self
-                    .cells
-                    .iter()
-                    .filter(|c| c.strategy == strategy)
-                    .collect();
-                Cell {
-                    turn: self.turns,
-                    strategy,
-                    bytes: cells.iter().map(|c| c.bytes).sum(),
-                    tokens: cells.iter().map(|c| c.tokens).sum(),
-                    rewrite_bytes: cells.iter().map(|c| c.rewrite_bytes).sum(),
-                    cost_units: cells.iter().map(|c| c.cost_units).sum(),
-                    stale_refs: cells.iter().map(|c| c.stale_refs).sum(),
-                    facts_retained: cells.last().map_or(0, |c| c.facts_retained),
-                    first_changed: None,
-                    live_message: None,
-                }
-            })
-            .collect()
+/// One fact, and whether each strategy's request that needs it holds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FactCheck {
+    pub fact: String,
+    pub needed_in: Need,
+    /// The turn (from 1) whose request must hold it.
+    pub turn: usize,
+    /// How many messages (or items) of the session that request carries.
+    pub request_messages: usize,
+    /// Per strategy, in table order.
+    pub present: Vec<(&'static str, bool)>,
+}
+
+/// A whole session under every strategy.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReplay {
+    pub session: String,
+    pub format: &'static str,
+    pub cache_model: Model,
+    pub pricing: Pricing,
+    pub turns: usize,
+    pub strategies: Vec<StrategyReplay>,
+    pub facts: Vec<FactCheck>,
+    pub warnings: Vec<String>,
+}
+
+impl SessionReplay {
+    pub fn strategy(&self, name: &str) -> Option<&StrategyReplay> {
+        self.strategies.iter().find(|s| s.strategy == name)
     }
+}
+
+/// Runs `staleguard replay`.
+pub fn run(args: ReplayArgs) -> Result<(), Failure> {
+    if args.plot.is_some() && args.sessions.len() != 1 {
+        return Err(Failure::Message(
+            "--plot draws one session: give one".to_string(),
+        ));
+    }
+    let client_marks = match args.client_breakpoints.as_str() {
+        "recorded" => ClientMarks::Recorded,
+        "last-block" => ClientMarks::LastBlock,
+        "system-and-last-block" => ClientMarks::SystemAndLastBlock,
+        other => {
+            return Err(Failure::Message(format!(
+                "--client-breakpoints {other:?}: expected recorded, last-block or system-and-last-block"
+            )))
+        }
+    };
+    let mut config = crate::load_config(args.config.as_deref())?.config;
+    config.browser_history_compaction = true;
+    let mut options = ReplayOptions {
+        facts: Vec::new(),
+        model: ModelChoice::parse(&args.cache_model)?,
+        pricing: Pricing {
+            read: args.read_ratio,
+            write: args.write_ratio,
+            ttl_secs: args.cache_ttl_secs,
+            spacing_secs: args.turn_spacing_secs,
+        },
+        client_marks,
+        trigger_tokens: args.trigger_tokens,
+        config,
+        save_requests: None,
+    };
+    let mut replays = Vec::new();
+    for path in &args.sessions {
+        options.facts = facts_for(path, args.facts.as_deref(), args.facts_dir.as_deref())?;
+        let file = path.file_name().unwrap_or_default();
+        options.save_requests = args.save_requests.as_ref().map(|dir| dir.join(file));
+        let body = crate::read_file(path)?;
+        let replay = replay(&body, &session_name(path), &options).map_err(|e| prefixed(path, e))?;
+        replays.push(replay);
+    }
+    if let (Some(svg), Some(replay)) = (&args.plot, replays.first()) {
+        report::plot(replay, svg)?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&serde_json::json!({ "sessions": &replays }))? + "\n"
+    } else if args.csv {
+        report::csv(&replays)
+    } else {
+        report::tables(&replays, args.per_turn)
+    };
+    crate::write_stdout(text.as_bytes())
+}
+
+fn prefixed(path: &Path, e: Failure) -> Failure {
+    match e {
+        Failure::Message(m) => Failure::Message(format!("{}: {m}", path.display())),
+        other => other,
+    }
+}
+
+/// The session as tables name it: its folder and file name.
+fn session_name(path: &Path) -> String {
+    let file = path.file_name().unwrap_or_default().to_string_lossy();
+    match path.parent().and_then(Path::file_name) {
+        Some(dir) => format!("{}/{file}", dir.to_string_lossy()),
+        None => file.to_string(),
+    }
+}
+
+fn facts_for(path: &Path, file: Option<&Path>, dir: Option<&Path>) -> Result<Vec<String>, Failure> {
+    let file = match (file, dir) {
+        (Some(file), _) => file.to_path_buf(),
+        (None, Some(dir)) => {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let scenario = name.split('.').next().unwrap_or_default();
+            let file = dir.join(format!("{scenario}.txt"));
+            if !file.is_file() {
+                return Ok(Vec::new());
+            }
+            file
+        }
+        (None, None) => return Ok(Vec::new()),
+    };
+    Ok(crate::read_file(&file)?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// One turn's request, and how many messages (or items) of the session it carries.
+struct TurnRequest {
+    start: usize,
+    body: String,
 }
 
 /// Replays `body`, the last request of a session.
-pub fn replay(body: &str, options: &Options) -> Result<Replay, Failure> {
+pub fn replay(body: &str, name: &str, options: &ReplayOptions) -> Result<SessionReplay, Failure> {
     let (_, format, _) = read_request(body, RequestFormat::Auto)?;
-    let requests = turn_requests(body)?;
+    let session: Value = serde_json::from_str(body)?;
+    let model = options.model.resolve(format);
+    let marks = match format {
+        RequestFormat::Anthropic => options.client_marks,
+        _ => ClientMarks::Recorded,
+    };
+    let requests = turn_requests(&session, marks)?;
+    let starts: Vec<usize> = requests.iter().map(|r| r.start).collect();
+    let placed = facts::place(&session, &options.facts, &starts);
     let bpe = tiktoken_rs::o200k_base().map_err(|e| Failure::Message(format!("tokenizer: {e}")))?;
-    let tokens = |s: &str| bpe.encode_ordinary(s).len();
-    let mut cells = Vec::new();
-    for strategy in STRATEGIES {
-        let mut previous = String::new();
-        for (turn, request) in requests.iter().enumerate() {
-            let (sent, live_message) = apply(strategy, request, tokens(request), options)?;
-            let common = common_prefix(&previous, &sent);
-            let first_changed = first_changed(&previous, &sent);
-            let (head, tail) = (tokens(&sent[..common]), tokens(&sent[common..]));
-            cells.push(Cell {
-                turn: turn + 1,
-                strategy,
-                bytes: sent.len(),
-                tokens: head + tail,
-                rewrite_bytes: sent.len() - common,
-                cost_units: head as f64 * options.read_ratio + tail as f64 * options.write_ratio,
-                stale_refs: stale_refs(&sent),
-                facts_retained: facts_in(&sent, &options.facts),
-                first_changed,
-                live_message,
-            });
-            previous = sent;
+    let memo = Memo::default();
+    let markers = match model {
+        Model::Prefix => render::Markers::AsReference,
+        Model::Breakpoints => render::Markers::Stripped,
+    };
+    let mut runs: Vec<Run> = STRATEGIES
+        .iter()
+        .map(|_| Run::new(model, options.pricing))
+        .collect();
+    let mut facts = fact_checks(&placed, &starts);
+    let mut warnings = Vec::new();
+    for (t, request) in requests.iter().enumerate() {
+        let tokens = bpe.encode_ordinary(&request.body).len();
+        let sent = send(&request.body, tokens, options, &memo)?;
+        for ((strategy, run), body) in STRATEGIES.iter().zip(&mut runs).zip(&sent.bodies) {
+            save(options.save_requests.as_deref(), t, strategy, body)?;
+            let value: Value = serde_json::from_str(body)?;
+            let rendered = render::render(&value, markers);
+            let turn = run.turn(t, &rendered, sent.frozen, stale_refs(body, &options.config));
+            warnings.extend(too_many_breakpoints(turn, strategy));
+            let text = facts::tool_results_text(&value);
+            for (check, p) in facts.iter_mut().zip(&placed).filter(|(_, p)| p.turn == t) {
+                check
+                    .present
+                    .push((strategy, text.contains(p.fact.as_str())));
+            }
         }
     }
-    Ok(Replay {
+    Ok(SessionReplay {
+        session: name.to_string(),
         format: format.name(),
+        cache_model: model,
+        pricing: options.pricing,
         turns: requests.len(),
-        facts: options.facts.len(),
-        cells,
+        strategies: summarise(runs),
+        facts,
+        warnings,
     })
 }
 
+/// A check per fact, to be filled in turn by turn.
+fn fact_checks(placed: &[facts::Placed], starts: &[usize]) -> Vec<FactCheck> {
+    placed
+        .iter()
+        .map(|p| FactCheck {
+            fact: p.fact.clone(),
+            needed_in: p.need,
+            turn: p.turn + 1,
+            request_messages: starts.get(p.turn).copied().unwrap_or_default(),
+            present: Vec::new(),
+        })
+        .collect()
+}
+
+/// Anthropic answers a request with more than 4 breakpoints with an error; the replay bills
+/// it with the first 4 and says so.
+fn too_many_breakpoints(turn: &Turn, strategy: &str) -> Option<String> {
+    let n = turn.bill.breakpoints;
+    (n > cache::MAX_BREAKPOINTS).then(|| {
+        format!(
+            "turn {} ({strategy}): {n} cache_control breakpoints; Anthropic rejects more than {max} (billed with the first {max})",
+            turn.turn,
+            max = cache::MAX_BREAKPOINTS
+        )
+    })
+}
+
+/// Writes a strategy's request of turn `t` into `dir`, when there is one.
+fn save(dir: Option<&Path>, t: usize, strategy: &str, body: &str) -> Result<(), Failure> {
+    let Some(dir) = dir else {
+        return Ok(());
+    };
+    let cannot =
+        |e: std::io::Error| Failure::Message(format!("cannot write {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    let file = dir.join(format!("turn-{:02}.{strategy}.json", t + 1));
+    std::fs::write(&file, body).map_err(cannot)
+}
+
+/// One strategy's turns so far, and the cache they left.
+struct Run {
+    cache: cache::Cache,
+    previous: Option<(render::Rendered, usize)>,
+    turns: Vec<Turn>,
+}
+
+impl Run {
+    fn new(model: Model, pricing: Pricing) -> Run {
+        Run {
+            cache: cache::Cache::new(model, pricing),
+            previous: None,
+            turns: Vec::new(),
+        }
+    }
+
+    /// Bills turn `t`; `frozen` is the message of the original request before which its
+    /// next request must not change (C1).
+    fn turn(
+        &mut self,
+        t: usize,
+        rendered: &render::Rendered,
+        frozen: usize,
+        stale: usize,
+    ) -> &Turn {
+        let bill = self.cache.bill(t, rendered);
+        let broken = self.previous.as_ref().is_some_and(|(prev, frozen)| {
+            let need = prev
+                .message_starts
+                .get(*frozen)
+                .copied()
+                .unwrap_or(prev.bytes.len());
+            cache::common_prefix(&prev.bytes, &rendered.bytes) < need
+        });
+        self.previous = Some((rendered.clone(), frozen));
+        self.turns.push(Turn {
+            turn: t + 1,
+            bill,
+            stale_refs: stale,
+            frozen_history_broken: broken,
+        });
+        self.turns.last().expect("just pushed")
+    }
+}
+
+fn summarise(runs: Vec<Run>) -> Vec<StrategyReplay> {
+    let totals: Vec<Bill> = runs
+        .iter()
+        .map(|run| {
+            let mut total = Bill::default();
+            run.turns.iter().for_each(|t| total.add(&t.bill));
+            total
+        })
+        .collect();
+    let ratio = |cost: f64, base: f64| if base > 0.0 { cost / base } else { 0.0 };
+    STRATEGIES
+        .iter()
+        .zip(runs)
+        .zip(&totals)
+        .map(|((&strategy, run), total)| StrategyReplay {
+            strategy,
+            total: *total,
+            relative_to_none: ratio(total.cost, totals[0].cost),
+            relative_to_newest_only: ratio(total.cost, totals[1].cost),
+            stale_refs: run.turns.iter().map(|t| t.stale_refs).sum(),
+            frozen_history_broken: run
+                .turns
+                .iter()
+                .filter(|t| t.frozen_history_broken)
+                .map(|t| t.turn)
+                .collect(),
+            turns: run.turns,
+        })
+        .collect()
+}
+
 /// The request of every model turn: the messages (or input items) before each assistant
-/// turn, then the whole body.
-fn turn_requests(body: &str) -> Result<Vec<String>, Failure> {
-    let v: Value = serde_json::from_str(body)?;
-    let key = if v.get("messages").is_some_and(Value::is_array) {
+/// turn, then the whole body, each with the client breakpoints `marks` asks for.
+fn turn_requests(session: &Value, marks: ClientMarks) -> Result<Vec<TurnRequest>, Failure> {
+    let key = if session.get("messages").is_some_and(Value::is_array) {
         "messages"
     } else {
         "input"
     };
-    let items = v[key].as_array().cloned().unwrap_or_default();
-    let mut requests = Vec::new();
-    for i in 0..items.len() {
-        let starts_turn = is_assistant(&items[i]) && (i == 0 || !is_assistant(&items[i - 1]));
-        if starts_turn {
-            let mut prefix = v.clone();
-            prefix[key] = Value::Array(items[..i].to_vec());
-            requests.push(serde_json::to_string(&prefix)?);
-        }
-    }
-    requests.push(serde_json::to_string(&v)?);
-    Ok(requests)
+    let items = facts::items(session);
+    let mut starts: Vec<usize> = (0..items.len())
+        .filter(|&i| is_assistant(&items[i]) && (i == 0 || !is_assistant(&items[i - 1])))
+        .collect();
+    starts.push(items.len());
+    starts
+        .into_iter()
+        .map(|start| {
+            let mut request = session.clone();
+            request[key] = Value::Array(items[..start].to_vec());
+            if marks != ClientMarks::Recorded {
+                if let Some(last) = request[key].as_array_mut().and_then(|m| m.last_mut()) {
+                    mark_last_block(last.get_mut("content"));
+                }
+            }
+            if marks == ClientMarks::SystemAndLastBlock {
+                mark_last_block(request.get_mut("system"));
+            }
+            Ok(TurnRequest {
+                start,
+                body: serde_json::to_string(&request)?,
+            })
+        })
+        .collect()
 }
 
 fn is_assistant(item: &Value) -> bool {
@@ -157,120 +514,114 @@ fn is_assistant(item: &Value) -> bool {
         )
 }
 
-/// The request a strategy sends for `request`, and, for `staleguard`, the first message of
-/// its live page state.
-fn apply(
-    strategy: &str,
+/// Puts a `cache_control` breakpoint on the last block of `content` (a string becomes one
+/// text block, which renders alike), unless it has one.
+fn mark_last_block(content: Option<&mut Value>) {
+    let Some(content) = content else {
+        return;
+    };
+    if let Value::String(text) = content {
+        *content = serde_json::json!([{"type": "text", "text": text}]);
+    }
+    if let Some(Value::Object(block)) = content.as_array_mut().and_then(|b| b.last_mut()) {
+        block
+            .entry("cache_control")
+            .or_insert_with(|| serde_json::json!({"type": "ephemeral"}));
+    }
+}
+
+/// What each strategy sends for one turn's request, in [`STRATEGIES`] order, and the
+/// message before which the next turn's request must not change (C1: the start of the live
+/// page state or of the newest browser result, whichever comes first).
+struct Sent {
+    bodies: [String; 4],
+    frozen: usize,
+}
+
+fn send(
     request: &str,
     tokens: usize,
-    options: &Options,
-) -> Result<(String, Option<usize>), Failure> {
-    let on = Config {
-        browser_history_compaction: true,
-        ..Config::default()
+    options: &ReplayOptions,
+    memo: &Memo,
+) -> Result<Sent, Failure> {
+    let with_memo = Options {
+        memo: Some(memo),
+        ..Options::default()
     };
-    if strategy == "staleguard" {
-        let p = project_request(request, RequestFormat::Auto, &on)?;
-        let live = p
-            .report
-            .results
-            .iter()
-            .filter(|r| r.status == staleguard::Status::Live)
-            .map(|r| r.message)
-            .min();
-        return Ok((p.body, live));
-    }
-    let sent = match strategy {
-        "newest-only-placeholder" => {
-            let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
-            let tools = BrowserTools::new(&on.browser_tools);
-            let session = Session::build(wire.transcript(), &tools, None);
-            let mut plan = projection::plan(&session, on.receipt_max_bytes);
-            plan.edits.retain(|e| !e.append);
-            plan.edits
-                .iter_mut()
-                .for_each(|e| e.text = PLACEHOLDER.to_string());
-            wire.write(&plan.edits)
-        }
-        "clear-oldest-3" if tokens > options.trigger_tokens => {
-            let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
-            let results: Vec<usize> = wire
-                .transcript()
-                .items
-                .iter()
-                .enumerate()
-                .filter(|(_, item)| matches!(item, Item::Result(_)))
-                .map(|(i, _)| i)
-                .collect();
-            let old = results.len().saturating_sub(3);
-            let edits: Vec<Edit> = results[..old]
-                .iter()
-                .map(|&item| Edit {
-                    item,
-                    text: PLACEHOLDER.to_string(),
-                    append: false,
-                })
-                .collect();
-            wire.write(&edits)
-        }
-        _ => request.to_string(),
+    let projected = project(request, RequestFormat::Auto, &options.config, with_memo)?;
+    let results = &projected.report.results;
+    let live = results
+        .iter()
+        .filter(|r| r.status == Status::Live)
+        .map(|r| r.message);
+    let newest = results.last().map(|r| r.message);
+    let frozen = match live.chain(newest).min() {
+        Some(message) => message,
+        None => facts::items(&serde_json::from_str(request)?).len(),
     };
-    Ok((sent, None))
+    let older: Vec<usize> = results
+        .iter()
+        .filter(|r| r.status == Status::Collapsed)
+        .map(|r| r.item)
+        .collect();
+    Ok(Sent {
+        bodies: [
+            request.to_string(),
+            replace(request, &older, PLACEHOLDER)?,
+            projected.body,
+            clear_oldest(request, tokens, options.trigger_tokens)?,
+        ],
+        frozen,
+    })
 }
 
-/// The list of messages (or input items) of a request.
-fn items(request: &str) -> Vec<Value> {
-    let Ok(v) = serde_json::from_str::<Value>(request) else {
-        return Vec::new();
-    };
-    let list = if v["messages"].is_array() {
-        &v["messages"]
-    } else {
-        &v["input"]
-    };
-    list.as_array().cloned().unwrap_or_default()
+/// `request` with the results at transcript `items` replaced by `text`.
+fn replace(request: &str, items: &[usize], text: &str) -> Result<String, Failure> {
+    let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
+    let edits: Vec<Edit> = items
+        .iter()
+        .map(|&item| Edit {
+            item,
+            text: text.to_string(),
+            append: false,
+        })
+        .collect();
+    Ok(wire.write(&edits))
 }
 
-/// The first item that is not the same in both requests (`None` on the first turn).
-fn first_changed(previous: &str, sent: &str) -> Option<usize> {
-    if previous.is_empty() {
-        return None;
+/// `clear-oldest-3`: once the request passes `trigger` tokens, every tool result but the
+/// newest 3 is cleared.
+fn clear_oldest(request: &str, tokens: usize, trigger: usize) -> Result<String, Failure> {
+    if tokens <= trigger {
+        return Ok(request.to_string());
     }
-    let (a, b) = (items(previous), items(sent));
-    Some(a.iter().zip(&b).take_while(|(x, y)| x == y).count())
-}
-
-/// Bytes the two strings share at the start, at a char boundary.
-fn common_prefix(a: &str, b: &str) -> usize {
-    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    while !b.is_char_boundary(n) {
-        n -= 1;
-    }
-    n
+    let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
+    let results: Vec<usize> = wire
+        .transcript()
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| matches!(item, Item::Result(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let old = &results[..results.len().saturating_sub(3)];
+    replace(request, old, CLEARED)
 }
 
 /// Refs the request shows outside its newest page state that are not on the newest page.
 /// The live state itself (with an incremental server, the last full tree and its diffs)
 /// is the newest page as the model sees it.
-fn stale_refs(request: &str) -> usize {
+fn stale_refs(request: &str, config: &Config) -> usize {
     let Ok((wire, _, _)) = read_request(request, RequestFormat::Auto) else {
         return 0;
     };
     let transcript = wire.transcript();
-    let on = Config {
-        browser_history_compaction: true,
-        ..Config::default()
-    };
-    let tools = BrowserTools::new(&on.browser_tools);
+    let tools = BrowserTools::new(&config.browser_tools);
     let steps = Session::build(transcript, &tools, None);
-    let plan = projection::plan(&steps, on.receipt_max_bytes);
-    let session = Tracker::new(on.max_repeats).replay(&steps, |_, _, _, _| {});
-    let mut stale = HashSet::new();
-    for r in plan
-        .results
-        .iter()
-        .filter(|r| r.status != staleguard::Status::Live)
-    {
+    let plan = projection::plan(&steps, config.receipt_max_bytes);
+    let session = Tracker::new(config.max_repeats).replay(&steps, |_, _, _, _| {});
+    let mut stale = std::collections::HashSet::new();
+    for r in plan.results.iter().filter(|r| r.status != Status::Live) {
         let Some(Item::Result(result)) = transcript.items.get(r.item) else {
             continue;
         };
@@ -283,148 +634,4 @@ fn stale_refs(request: &str) -> usize {
         }
     }
     stale.len()
-}
-
-/// How many facts the request's tool results hold (the model's own words do not count).
-fn facts_in(request: &str, facts: &[String]) -> usize {
-    let Ok((wire, _, _)) = read_request(request, RequestFormat::Auto) else {
-        return 0;
-    };
-    let text: String = wire
-        .transcript()
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Result(r) => Some(r.text.as_ref()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let appended = appended_text(request);
-    facts
-        .iter()
-        .filter(|f| text.contains(f.as_str()) || appended.contains(f.as_str()))
-        .count()
-}
-
-/// The evidence and guidance parts staleguard appended, which the neutral view leaves out.
-fn appended_text(request: &str) -> String {
-    let Ok(v) = serde_json::from_str::<Value>(request) else {
-        return String::new();
-    };
-    let mut out = String::new();
-    collect_appendix(&v, &mut out);
-    out
-}
-
-fn collect_appendix(v: &Value, out: &mut String) {
-    match v {
-        Value::String(s) if staleguard::appendix::is_appendix(s) => {
-            out.push_str(s);
-            out.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|i| collect_appendix(i, out)),
-        Value::Object(map) => map.values().for_each(|i| collect_appendix(i, out)),
-        _ => {}
-    }
-}
-
-/// The per-turn table and the totals table.
-pub fn to_table(r: &Replay) -> String {
-    let header = format!(
-        "{:>4}  {:<24}  {:>9}  {:>8}  {:>9}  {:>10}  {:>5}  {:>5}\n",
-        "turn", "strategy", "bytes", "tokens", "rewrite B", "cost units", "stale", "facts"
-    );
-    let row = |c: &Cell| {
-        format!(
-            "{:>4}  {:<24}  {:>9}  {:>8}  {:>9}  {:>10.1}  {:>5}  {:>5}\n",
-            c.turn,
-            c.strategy,
-            c.bytes,
-            c.tokens,
-            c.rewrite_bytes,
-            c.cost_units,
-            c.stale_refs,
-            format!("{}/{}", c.facts_retained, r.facts)
-        )
-    };
-    let mut out = format!(
-        "format: {}, {} turns\n\nper turn:\n{header}",
-        r.format, r.turns
-    );
-    for turn in 1..=r.turns {
-        r.cells
-            .iter()
-            .filter(|c| c.turn == turn)
-            .for_each(|c| out.push_str(&row(c)));
-    }
-    out.push_str(&format!("\ntotals (facts: in the last request):\n{header}"));
-    r.totals().iter().for_each(|c| out.push_str(&row(c)));
-    out
-}
-
-pub fn to_csv(r: &Replay) -> String {
-    let mut out = String::from(
-        "turn,strategy,bytes,tokens,rewrite_bytes,cost_units,stale_refs,facts_retained\n",
-    );
-    for c in &r.cells {
-        out.push_str(&format!(
-            "{},{},{},{},{},{:.1},{},{}\n",
-            c.turn,
-            c.strategy,
-            c.bytes,
-            c.tokens,
-            c.rewrite_bytes,
-            c.cost_units,
-            c.stale_refs,
-            c.facts_retained
-        ));
-    }
-    out
-}
-
-/// Tokens per turn for each strategy, as an SVG line chart.
-pub fn plot(r: &Replay, path: &std::path::Path) -> Result<(), Failure> {
-    use plotters::prelude::*;
-    let fail =
-        |e: &dyn std::fmt::Display| Failure::Message(format!("plot {}: {e}", path.display()));
-    let max = r.cells.iter().map(|c| c.tokens).max().unwrap_or(1).max(1);
-    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("tokens sent per model turn", ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(1..r.turns.max(2), 0..max + max / 10)
-        .map_err(|e| fail(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("turn")
-        .y_desc("tokens (o200k_base)")
-        .draw()
-        .map_err(|e| fail(&e))?;
-    let colours = [RED, GREEN, BLUE, MAGENTA];
-    for (strategy, colour) in STRATEGIES.iter().zip(colours) {
-        let points: Vec<(usize, usize)> = r
-            .cells
-            .iter()
-            .filter(|c| c.strategy == *strategy)
-            .map(|c| (c.turn, c.tokens))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-            .map_err(|e| fail(&e))?
-            .label(*strategy)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE)
-        .draw()
-        .map_err(|e| fail(&e))?;
-    root.present().map_err(|e| fail(&e))
 }

@@ -1,10 +1,14 @@
-//! `staleguard replay` over every recorded session.
+//! `staleguard replay`: the prompt-cache measure of SPEC 9, checked against the reference
+//! implementation `../shared/tools/cachecost.py` (run with python3 at test time), the
+//! `newest-only` strategy, Anthropic's breakpoint rules, and where facts are checked.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
+const PLACEHOLDER: &str = "[older browser observation omitted; its refs are stale]";
+const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
 const SCENARIOS: [&str; 6] = [
     "order",
     "research",
@@ -14,180 +18,624 @@ const SCENARIOS: [&str; 6] = [
     "long_page",
 ];
 
-fn sessions() -> Vec<(PathBuf, &'static str)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shared = root.join("../shared/fixtures");
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shared() -> PathBuf {
+    let shared = repo().join("../shared");
     assert!(shared.is_dir(), "missing {}", shared.display());
+    shared
+}
+
+/// The recorded sessions of every @playwright/mcp version, in both request formats.
+fn recordings() -> Vec<PathBuf> {
+    let dirs = [
+        repo().join("fixtures/pwmcp-0.0.30"),
+        shared().join("fixtures/pwmcp-0.0.41"),
+        repo().join("fixtures/pwmcp-0.0.56"),
+        shared().join("fixtures/pwmcp-0.0.83"),
+    ];
     let mut out = Vec::new();
-    for (dir, version) in [
-        (root.join("fixtures/pwmcp-0.0.30"), "0.0.30"),
-        (shared.join("pwmcp-0.0.41"), "0.0.41"),
-        (root.join("fixtures/pwmcp-0.0.56"), "0.0.56"),
-        (shared.join("pwmcp-0.0.83"), "0.0.83"),
-    ] {
+    for dir in dirs {
         for s in SCENARIOS {
-            out.push((dir.join(format!("{s}.openai.json")), version));
+            for format in ["openai", "anthropic"] {
+                let path = dir.join(format!("{s}.{format}.json"));
+                assert!(path.is_file(), "missing {}", path.display());
+                out.push(path);
+            }
         }
     }
     out
 }
 
-fn facts(path: &Path) -> PathBuf {
-    let scenario = path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .split('.')
-        .next()
-        .unwrap()
-        .to_string();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/facts/{scenario}.txt"))
+fn facts_dir() -> PathBuf {
+    repo().join("fixtures/facts")
 }
 
-fn replay(path: &Path, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
+fn facts_file(session: &Path) -> PathBuf {
+    let name = session.file_name().unwrap().to_string_lossy().to_string();
+    facts_dir().join(format!("{}.txt", name.split('.').next().unwrap()))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("staleguard-replay-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(args: &[&str], sessions: &[PathBuf]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_staleguard"))
         .arg("replay")
-        .arg("--json")
-        .arg("--facts")
-        .arg(facts(path))
-        .args(extra)
-        .arg(path)
+        .args(args)
+        .args(sessions)
         .output()
-        .expect("run staleguard replay");
+        .expect("run staleguard replay")
+}
+
+/// `staleguard replay --json ARGS SESSIONS`, its sessions.
+fn replay(args: &[&str], sessions: &[PathBuf]) -> Vec<Value> {
+    let out = run(&[&["--json"], args].concat(), sessions);
     assert!(
         out.status.success(),
-        "{}: {}",
-        path.display(),
+        "{sessions:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("replay --json is JSON")
+    let v: Value = serde_json::from_slice(&out.stdout).expect("replay --json is JSON");
+    v["sessions"].as_array().unwrap().clone()
 }
 
-fn cells<'a>(v: &'a Value, strategy: &str) -> Vec<&'a Value> {
-    v["replay"]["cells"]
+fn strategy<'a>(session: &'a Value, name: &str) -> &'a Value {
+    session["strategies"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["strategy"] == strategy)
-        .collect()
+        .find(|s| s["strategy"] == name)
+        .unwrap_or_else(|| panic!("no strategy {name}"))
 }
 
-fn total<'a>(v: &'a Value, strategy: &str) -> &'a Value {
-    v["totals"]
+fn turns<'a>(session: &'a Value, name: &str) -> &'a Vec<Value> {
+    strategy(session, name)["turns"].as_array().unwrap()
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn present(fact: &Value, name: &str) -> bool {
+    fact["present"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["strategy"] == strategy)
+        .find(|p| p[0] == name)
+        .unwrap_or_else(|| panic!("{name} not checked: {fact}"))[1]
+        .as_bool()
         .unwrap()
+}
+
+/// Runs the reference measure on `sessions`. Besides its own strategies it bills `newest-only`
+/// over the observations before the live page state (the reference's own `live_state`): its
+/// `newest_only` keeps only the newest observation, which with an incremental server (0.0.56)
+/// is a diff without the page it updates.
+const REFERENCE: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import cachecost as cc
+
+def newest_only_live(body):
+    msgs = [dict(m) for m in body["messages"]]
+    rs, live = cc.results(body), cc.live_state(body)
+    for k in cc.observations(body):
+        if k not in live:
+            msgs[rs[k][4][0]]["content"] = "[older browser observation omitted; its refs are stale]"
+    return dict(body, messages=msgs)
+
+out = []
+for arg in sys.argv[3:]:
+    path, facts_path = arg.split("::")
+    facts = [l.strip() for l in open(facts_path) if l.strip()]
+    body = json.load(open(path))
+    res, kept, n = cc.session(sys.argv[2], path, facts)
+    live = cc.cost(cc.turns(body), newest_only_live)
+    out.append({"turns": n, "kept": kept, "answer_index": cc.answer_index(body),
+                "messages": len(body["messages"]), "c1_breaks": len(res["staleguard"][3]),
+                "live": list(live[:3]),
+                **{k: list(v[:3]) for k, v in res.items()}})
+print(json.dumps(out))
+"#;
+
+fn reference(sessions: &[PathBuf]) -> Vec<Value> {
+    let tools = shared().join("tools");
+    assert!(
+        tools.join("cachecost.py").is_file(),
+        "missing the reference measure {}",
+        tools.display()
+    );
+    let args: Vec<String> = sessions
+        .iter()
+        .map(|s| format!("{}::{}", s.display(), facts_file(s).display()))
+        .collect();
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(REFERENCE)
+        .arg(&tools)
+        .arg(env!("CARGO_BIN_EXE_staleguard"))
+        .args(&args)
+        .output()
+        .expect("python3 runs the reference measure (install python3)");
+    assert!(
+        out.status.success(),
+        "cachecost.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// [cost, sent bytes, written bytes] of a strategy, as the reference gives them.
+fn assert_same(name: &str, ours: &Value, theirs: &Value) {
+    let total = &ours["total"];
+    let cost = num(&total["cost"]);
+    let reference = num(&theirs[0]);
+    assert!(
+        (cost - reference).abs() <= 1e-9 * reference.max(1.0),
+        "{name}: cost {cost} vs the reference's {reference}"
+    );
+    assert_eq!(total["sent_bytes"], theirs[1], "{name}: sent bytes");
+    assert_eq!(total["written_bytes"], theirs[2], "{name}: written bytes");
 }
 
 #[test]
-fn staleguard_sends_less_keeps_every_fact_and_never_shows_a_stale_ref() {
-    for (path, version) in sessions() {
-        let v = replay(&path, &[]);
-        let name = format!("{version} {}", path.display());
-        let (none, ours) = (total(&v, "none"), total(&v, "staleguard"));
-        let bytes = |t: &Value| t["bytes"].as_u64().unwrap();
-        if bytes(total(&v, "newest-only-placeholder")) < bytes(none) {
-            assert!(
-                ours["tokens"].as_u64() < none["tokens"].as_u64(),
-                "{name}: tokens"
-            );
-            // Where the collapsed pages were small, the evidence quotes carried on every
-            // later turn can cost a few more bytes than collapsing saved (0.0.83
-            // tabs_iframe: +0.3%); never more than 1%.
-            assert!(
-                bytes(ours) * 100 <= bytes(none) * 101,
-                "{name}: bytes {} vs {}",
-                bytes(ours),
-                bytes(none)
-            );
-        } else {
-            // Nothing to collapse on any turn (an incremental server's one live document):
-            // the only addition is the no-progress guidance, at most once a turn.
-            let turns = v["replay"]["turns"].as_u64().unwrap();
-            assert!(
-                bytes(ours) <= bytes(none) + 1024 * turns,
-                "{name}: more than guidance added"
-            );
+fn agrees_with_the_reference_measure() {
+    let sessions = vec![
+        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.56/rerender.openai.json"),
+        shared().join("fixtures/pwmcp-0.0.83/research.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.30/long_page.openai.json"),
+    ];
+    let ours = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
+    let theirs = reference(&sessions);
+    for ((path, ours), theirs) in sessions.iter().zip(&ours).zip(&theirs) {
+        let name = path.display().to_string();
+        assert_eq!(ours["cache_model"], "prefix", "{name}: OpenAI bodies");
+        assert_eq!(ours["turns"], theirs["turns"], "{name}: turns");
+        assert_same(&name, strategy(ours, "none"), &theirs["none"]);
+        assert_same(&name, strategy(ours, "staleguard"), &theirs["staleguard"]);
+        assert_same(&name, strategy(ours, "newest-only"), &theirs["live"]);
+        if !name.contains("0.0.56") {
+            // One full tree per page: the reference's own newest-only is the same.
+            assert_same(&name, strategy(ours, "newest-only"), &theirs["newest-only"]);
         }
-        assert_eq!(
-            ours["stale_refs"], 0,
-            "{name}: staleguard shows a stale ref"
+        // Frozen history is checked up to the live page state itself (the reference stops
+        // one message earlier), so it finds every break the reference finds.
+        let breaks = strategy(ours, "staleguard")["frozen_history_broken"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert!(
+            breaks as u64 >= theirs["c1_breaks"].as_u64().unwrap(),
+            "{name}"
         );
-        let facts = v["replay"]["facts"].as_u64().unwrap();
-        assert!(facts > 0);
-        assert_eq!(
-            ours["facts_retained"].as_u64(),
-            Some(facts),
-            "{name}: facts lost"
-        );
-        // The rewrite on each turn never starts before the previous turn's live page state.
-        let turns = cells(&v, "staleguard");
-        for pair in turns.windows(2) {
-            let (prev, now) = (pair[0], pair[1]);
-            if let (Some(live), Some(first)) =
-                (prev["live_message"].as_u64(), now["first_changed"].as_u64())
-            {
-                assert!(
-                    first >= live,
-                    "{name}: turn {} rewrites message {first}, before the live message {live}",
-                    now["turn"]
-                );
+        // Facts: in the same request as the reference; only tool results count here, where
+        // the reference also reads the messages, so ours are a subset of its.
+        let facts = ours["facts"].as_array().unwrap();
+        assert!(!facts.is_empty(), "{name}: no facts read");
+        for fact in facts {
+            let text = fact["fact"].as_str().unwrap();
+            let expected = match fact["needed_in"].as_str().unwrap() {
+                "answer" => &theirs["answer_index"],
+                _ => &theirs["messages"],
+            };
+            assert_eq!(&fact["request_messages"], expected, "{name}: {text}");
+            let kept = theirs["kept"].as_array().unwrap();
+            if present(fact, "staleguard") {
+                assert!(kept.iter().any(|k| k == text), "{name}: {text}");
             }
         }
     }
 }
 
+/// The tool results of a request: (call ID, text) in order, for both formats.
+fn results(body: &Value) -> Vec<(String, String)> {
+    let text = |c: &Value| match c {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        if m["role"] == "tool" {
+            out.push((
+                m["tool_call_id"].as_str().unwrap().into(),
+                text(&m["content"]),
+            ));
+        }
+        for part in m["content"].as_array().into_iter().flatten() {
+            if part["type"] == "tool_result" {
+                out.push((
+                    part["tool_use_id"].as_str().unwrap().into(),
+                    text(&part["content"]),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn newest_only_replaces_every_older_observation_with_one_line() {
+    let dir = scratch("newest-only");
+    for session in [
+        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        shared().join("fixtures/pwmcp-0.0.41/order.anthropic.json"),
+        shared().join("fixtures/pwmcp-0.0.83/rerender.openai.json"),
+    ] {
+        let out = run(
+            &["--save-requests", dir.to_str().unwrap()],
+            std::slice::from_ref(&session),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let saved = dir.join(session.file_name().unwrap());
+        let turns = std::fs::read_dir(&saved)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".none.json")
+            })
+            .count();
+        assert!(turns > 5, "{}", saved.display());
+        for turn in 1..=turns {
+            let read = |strategy: &str| -> Value {
+                let file = saved.join(format!("turn-{turn:02}.{strategy}.json"));
+                serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+            };
+            let (original, sent) = (results(&read("none")), results(&read("newest-only")));
+            assert_eq!(original.len(), sent.len());
+            // An observation: a non-failed result with a page tree (refs) in it.
+            let is_page = |t: &str| t.contains("[ref=") && !t.contains("Error:");
+            let newest = original.iter().rposition(|(_, t)| is_page(t));
+            for (i, ((id, before), (sent_id, after))) in original.iter().zip(&sent).enumerate() {
+                assert_eq!(id, sent_id, "call IDs stay");
+                if is_page(before) && Some(i) != newest {
+                    assert_eq!(after, PLACEHOLDER, "{session:?} turn {turn}: {id}");
+                } else {
+                    assert_eq!(after, before, "{session:?} turn {turn}: {id} untouched");
+                }
+            }
+            assert!(!PLACEHOLDER.contains('\n'));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An Anthropic session: a task, then `steps` model turns of `calls` browser calls each
+/// (one tool_use block and one tool_result block a call), a final answer and a follow-up.
+fn anthropic_session(steps: usize, calls: usize, system: Value) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": "Look through the catalogue."})];
+    for step in 0..steps {
+        let ids: Vec<String> = (0..calls).map(|c| format!("toolu_{step}_{c}")).collect();
+        let uses: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "tool_use", "id": id, "name": "browser_evaluate", "input": {"function": "() => 1"}}))
+            .collect();
+        let results: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"type": "tool_result", "tool_use_id": id, "content": format!("### Result\nvalue {id} {}", "x".repeat(200))}))
+            .collect();
+        messages.push(json!({"role": "assistant", "content": uses}));
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}]}));
+    messages.push(json!({"role": "user", "content": "Thanks. Anything else?"}));
+    json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": system,
+        "tools": [{"name": "browser_evaluate", "description": "Run JavaScript", "input_schema": {"type": "object"}}],
+        "messages": messages,
+    })
+}
+
+fn write_session(dir: &Path, name: &str, body: &Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body.to_string()).unwrap();
+    path
+}
+
+fn bills(session: &Value) -> Vec<(u64, u64, u64, u64)> {
+    turns(session, "none")
+        .iter()
+        .map(|t| {
+            let n = |k: &str| t[k].as_u64().unwrap();
+            (
+                n("sent_bytes"),
+                n("read_bytes"),
+                n("written_bytes"),
+                n("uncached_bytes"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn breakpoints_model_reads_only_at_breakpoints() {
+    let dir = scratch("breakpoints");
+    // Recorded Anthropic bodies carry no breakpoint: by default a request without one (any
+    // strategy's but one that adds its own) is not cached at all.
+    let recorded = shared().join("fixtures/pwmcp-0.0.41/order.anthropic.json");
+    let v = &replay(&[], std::slice::from_ref(&recorded))[0];
+    assert_eq!(
+        v["cache_model"], "breakpoints",
+        "the default for Anthropic bodies"
+    );
+    assert!(turns(v, "none").iter().all(|t| t["breakpoints"] == 0));
+    for s in STRATEGIES {
+        for t in turns(v, s).iter().filter(|t| t["breakpoints"] == 0) {
+            assert_eq!(t["read_bytes"], 0, "{s}: {t}");
+            assert_eq!(t["uncached_bytes"], t["sent_bytes"], "{s}: {t}");
+        }
+    }
+    let prefix = &replay(
+        &["--cache-model", "prefix"],
+        std::slice::from_ref(&recorded),
+    )[0];
+    assert!(num(&strategy(prefix, "none")["total"]["read_bytes"]) > 0.0);
+
+    // One breakpoint, on the system prompt: every later turn reads exactly what the first
+    // wrote (tools and system), however much more of the request is the same.
+    let system = json!([{"type": "text", "text": "You drive a browser.", "cache_control": {"type": "ephemeral"}}]);
+    let path = write_session(
+        &dir,
+        "system.anthropic.json",
+        &anthropic_session(4, 2, system.clone()),
+    );
+    let v = &replay(&[], std::slice::from_ref(&path))[0];
+    let b = bills(v);
+    let head = b[0].2;
+    assert!(
+        head > 0 && b[0].3 > 0,
+        "turn 1 writes up to the breakpoint: {b:?}"
+    );
+    for (sent, read, written, uncached) in &b[1..] {
+        assert_eq!((*read, *written), (head, 0), "{b:?}");
+        assert_eq!(*uncached, sent - head);
+    }
+    let prefix = &replay(&["--cache-model", "prefix"], std::slice::from_ref(&path))[0];
+    assert!(
+        bills(prefix)[2].1 > head,
+        "the prefix model reads past the breakpoint"
+    );
+
+    // A breakpoint on the last block of every turn: the previous request is found by walking
+    // back, as long as it is at most 20 blocks back (9 calls: 18 blocks a turn).
+    let plain = json!("You drive a browser.");
+    let near = write_session(
+        &dir,
+        "near.anthropic.json",
+        &anthropic_session(4, 9, plain.clone()),
+    );
+    let v = &replay(
+        &["--client-breakpoints", "last-block"],
+        std::slice::from_ref(&near),
+    )[0];
+    let b = bills(v);
+    for t in 1..b.len() {
+        assert_eq!(
+            b[t].1,
+            b[t - 1].0,
+            "turn {} reads turn {}'s request: {b:?}",
+            t + 1,
+            t
+        );
+        assert_eq!(b[t].3, 0, "nothing after the last breakpoint");
+    }
+    // 11 calls: 22 blocks a turn, out of reach; only the final request (2 blocks more) reads.
+    let far = write_session(&dir, "far.anthropic.json", &anthropic_session(4, 11, plain));
+    let v = &replay(
+        &["--client-breakpoints", "last-block"],
+        std::slice::from_ref(&far),
+    )[0];
+    let b = bills(v);
+    let last = b.len() - 1;
+    for (t, bill) in b.iter().enumerate().take(last).skip(1) {
+        assert_eq!(bill.1, 0, "turn {}: {b:?}", t + 1);
+    }
+    assert_eq!(b[last].1, b[last - 1].0, "{b:?}");
+
+    // Entries expire: turns 400 s apart outlive a 300 s entry, not a 1-hour one, whose
+    // writes cost 2 times an input byte.
+    let v = &replay(&["--turn-spacing-secs", "400"], std::slice::from_ref(&path))[0];
+    assert!(bills(v).iter().all(|b| b.1 == 0), "{:?}", bills(v));
+    let hour = json!([{"type": "text", "text": "You drive a browser.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]);
+    let hourly = write_session(&dir, "hour.anthropic.json", &anthropic_session(4, 2, hour));
+    let v = &replay(
+        &["--turn-spacing-secs", "400"],
+        std::slice::from_ref(&hourly),
+    )[0];
+    let b = bills(v);
+    assert!(b[1..].iter().all(|t| t.1 == head), "{b:?}");
+    let first = &turns(v, "none")[0];
+    let expected = 2.0 * b[0].2 as f64 + b[0].3 as f64;
+    assert!((num(&first["cost"]) - expected).abs() < 1e-6, "{first}");
+
+    // More than 4 breakpoints: Anthropic rejects the request; the replay says so.
+    let five: Vec<Value> = (0..5)
+        .map(|i| json!({"type": "text", "text": format!("rule {i}"), "cache_control": {"type": "ephemeral"}}))
+        .collect();
+    let many = write_session(
+        &dir,
+        "many.anthropic.json",
+        &anthropic_session(2, 1, Value::Array(five)),
+    );
+    let v = &replay(&[], std::slice::from_ref(&many))[0];
+    assert_eq!(turns(v, "none")[0]["breakpoints"], 5);
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("more than 4")),
+        "{warnings:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn facts_are_checked_in_the_request_that_needs_them() {
+    let page = |url: &str, title: &str, tree: &str| {
+        format!("### Page\n- Page URL: {url}\n- Page Title: {title}\n### Snapshot\n```yaml\n{tree}\n```")
+    };
+    let call = |id: &str, name: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]})
+    };
+    let body = json!({"model": "gpt-4.1", "messages": [
+        {"role": "user", "content": "What is the total due?"},
+        call("call_1", "browser_navigate"),
+        {"role": "tool", "tool_call_id": "call_1", "content": page("http://shop.test/", "Checkout",
+            "- paragraph [ref=e1]: \"Total due: $5.00\"\n- paragraph [ref=e2]: Reference CODE-9\n- button \"Pay\" [ref=e3]")},
+        call("call_2", "browser_click"),
+        {"role": "tool", "tool_call_id": "call_2", "content": page("http://shop.test/done", "Thanks",
+            "- heading \"Thanks\" [ref=e1]")},
+        {"role": "assistant", "content": "The total due is $5.00. I saw it on the checkout page."},
+        {"role": "user", "content": "What was the reference?"},
+    ]});
+    let dir = scratch("facts");
+    let session = write_session(&dir, "checkout.openai.json", &body);
+    let facts = dir.join("checkout.txt");
+    std::fs::write(&facts, "$5.00\nCODE-9\nI saw it\n").unwrap();
+    let v = &replay(&["--facts", facts.to_str().unwrap()], &[session])[0];
+    let f = v["facts"].as_array().unwrap();
+    assert_eq!(f.len(), 3);
+    // The answer's fact: in the request that produced the answer (5 messages, turn 3), where
+    // the checkout page is an older observation; newest-only has lost it there.
+    assert_eq!(
+        (
+            &f[0]["fact"],
+            &f[0]["needed_in"],
+            &f[0]["turn"],
+            &f[0]["request_messages"]
+        ),
+        (&json!("$5.00"), &json!("answer"), &json!(3), &json!(5))
+    );
+    assert!(present(&f[0], "none") && !present(&f[0], "newest-only"));
+    // The follow-up's fact: in the last request, which carries the follow-up.
+    assert_eq!(
+        (&f[1]["needed_in"], &f[1]["turn"], &f[1]["request_messages"]),
+        (&json!("follow-up"), &json!(4), &json!(7))
+    );
+    assert!(present(&f[1], "none") && !present(&f[1], "newest-only"));
+    // Words that only the answer has are no page's fact: the answer itself does not count.
+    assert_eq!(f[2]["needed_in"], "answer");
+    assert!(STRATEGIES.iter().all(|s| !present(&f[2], s)), "{}", f[2]);
+    let table = run(
+        &["--facts", facts.to_str().unwrap()],
+        &[dir.join("checkout.openai.json")],
+    );
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("answer        3  yes   NO "), "{table}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_recording_replays_with_every_fact_in_none_and_no_stale_ref_from_staleguard() {
+    let sessions = recordings();
+    let out = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
+    assert_eq!(out.len(), sessions.len());
+    for (path, v) in sessions.iter().zip(&out) {
+        let name = path.display();
+        let facts = v["facts"].as_array().unwrap();
+        assert!(!facts.is_empty(), "{name}");
+        for fact in facts {
+            assert!(present(fact, "none"), "{name}: the recording lacks {fact}");
+        }
+        assert_eq!(strategy(v, "staleguard")["stale_refs"], 0, "{name}");
+        let none = strategy(v, "none");
+        assert_eq!(none["relative_to_none"], 1.0);
+        assert!(none["frozen_history_broken"].as_array().unwrap().is_empty());
+        let newest = strategy(v, "newest-only");
+        assert_eq!(newest["relative_to_newest_only"], 1.0);
+        assert!(num(&newest["total"]["sent_bytes"]) <= num(&none["total"]["sent_bytes"]));
+    }
+}
+
+#[test]
+fn a_table_per_session_and_a_summary() {
+    let sessions = vec![
+        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        shared().join("fixtures/pwmcp-0.0.41/long_page.anthropic.json"),
+    ];
+    let out = run(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("pwmcp-0.0.41/order.openai.json: openai, 12 turns, cache model prefix"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "pwmcp-0.0.41/long_page.anthropic.json: anthropic, 6 turns, cache model breakpoints"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("x none x newest-only"), "{text}");
+    let summary = text.split("summary:").nth(1).expect("a summary");
+    assert_eq!(summary.lines().count(), 2 + sessions.len(), "{summary}");
+}
+
 #[test]
 fn clear_oldest_rewrites_old_history_when_triggered() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pwmcp-0.0.41/order.openai.json");
-    let v = replay(&path, &["--trigger-tokens", "1000"]);
-    let cleared = cells(&v, "clear-oldest-3");
-    let ours = cells(&v, "staleguard");
-    // It changes a message before the previous turn's newest observation: old history.
-    let rewrote_history = (1..cleared.len()).any(|t| {
-        let first = cleared[t]["first_changed"].as_u64();
-        let live = ours[t - 1]["live_message"].as_u64();
-        matches!((first, live), (Some(f), Some(l)) if f < l)
-    });
+    let path = shared().join("fixtures/pwmcp-0.0.41/order.openai.json");
+    let v = &replay(&["--trigger-tokens", "1000"], std::slice::from_ref(&path))[0];
+    let cleared = strategy(v, "clear-oldest-3");
     assert!(
-        rewrote_history,
-        "clear-oldest-3 must rewrite old history: {cleared:?}"
+        !cleared["frozen_history_broken"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "clear-oldest-3 rewrites old history: {cleared}"
     );
     assert!(
-        total(&v, "clear-oldest-3")["rewrite_bytes"].as_u64()
-            > total(&v, "none")["rewrite_bytes"].as_u64()
+        num(&cleared["total"]["written_bytes"])
+            > num(&strategy(v, "none")["total"]["written_bytes"])
     );
-    let untriggered = replay(&path, &[]);
+    let untriggered = &replay(&[], &[path])[0];
     assert_eq!(
-        total(&untriggered, "clear-oldest-3")["bytes"],
-        total(&untriggered, "none")["bytes"],
+        strategy(untriggered, "clear-oldest-3")["total"],
+        strategy(untriggered, "none")["total"],
         "default trigger is 100,000 tokens"
     );
 }
 
 #[test]
 fn csv_and_plot() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/pwmcp-0.0.41/long_page.openai.json");
+    let path = shared().join("fixtures/pwmcp-0.0.41/long_page.openai.json");
     let svg = std::env::temp_dir().join(format!("staleguard-replay-{}.svg", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["replay", "--csv", "--plot"])
-        .arg(&svg)
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = run(&["--csv", "--plot", svg.to_str().unwrap()], &[path]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let csv = String::from_utf8(out.stdout).unwrap();
-    assert!(csv.starts_with(
-        "turn,strategy,bytes,tokens,rewrite_bytes,cost_units,stale_refs,facts_retained\n"
-    ));
+    assert!(csv.starts_with("session,turn,strategy,sent_bytes,read_bytes,written_bytes,"));
     assert_eq!(
         csv.lines().count(),
         1 + 4 * 6,
@@ -195,9 +643,25 @@ fn csv_and_plot() {
     );
     let drawing = std::fs::read_to_string(&svg).unwrap();
     assert!(
-        drawing.contains("<svg") && drawing.contains("staleguard") && drawing.contains("polyline"),
+        drawing.contains("<svg") && drawing.contains("newest-only") && drawing.contains("polyline"),
         "{}",
         &drawing[..200.min(drawing.len())]
     );
     std::fs::remove_file(&svg).ok();
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let path = shared().join("fixtures/pwmcp-0.0.41/order.openai.json");
+    for (args, says) in [
+        (vec!["--cache-model", "lru"], "--cache-model"),
+        (vec!["--client-breakpoints", "all"], "--client-breakpoints"),
+    ] {
+        let out = run(&args, std::slice::from_ref(&path));
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+    let missing = run(&[], &[PathBuf::from("/nonexistent/session.json")]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/session.json"));
 }
