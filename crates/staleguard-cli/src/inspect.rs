@@ -18,6 +18,9 @@ pub struct Report<'p> {
     format: &'static str,
     format_reason: &'static str,
     server_side_history: bool,
+    /// Anthropic: the `cache_control` breakpoint of ours (`added`, `already_there`,
+    /// `no_room`), `null` for other formats.
+    breakpoint: Option<&'static str>,
     results: Vec<Row<'p>>,
     calls: Vec<CallRow>,
     stalled: bool,
@@ -81,6 +84,7 @@ impl<'p> Report<'p> {
             format: projected.format.name(),
             format_reason: projected.format_reason,
             server_side_history: projected.server_side_history,
+            breakpoint: projected.breakpoint.map(staleguard::Breakpoint::as_str),
             results,
             calls,
             stalled,
@@ -100,6 +104,11 @@ impl<'p> Report<'p> {
         let mut out = format!("format: {} ({})\n", self.format, self.format_reason);
         if self.server_side_history {
             out.push_str("earlier turns are server-side (previous_response_id / conversation): only the items in this request were projected\n");
+        }
+        match self.breakpoint {
+            Some("no_room") => out.push_str("cache breakpoint: no room (the request has 4 cache_control breakpoints already); the next turn reads the cache only as far as those reach\n"),
+            Some(b) => out.push_str(&format!("cache breakpoint of ours before the newest page: {b}\n")),
+            None => {}
         }
         out.push_str(&format!(
             "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {:<8}  {:>2}  {}\n",

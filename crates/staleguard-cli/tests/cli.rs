@@ -363,3 +363,40 @@ fn archive_reads_back_what_a_receipt_names() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("without --id lists them"));
 }
+
+/// `inspect` says what became of the cache breakpoint of ours in an Anthropic request, and
+/// says so when the client's four left no room (SPEC 9).
+#[test]
+fn inspect_says_when_there_is_no_room_for_a_breakpoint() {
+    let path = fixture("pwmcp-0.0.41/order.anthropic.json");
+    let body = std::fs::read_to_string(&path).unwrap();
+    let added = run(&["inspect", "--json", "-"], Some(&body));
+    assert!(added.status.success(), "{}", stderr(&added));
+    let report: serde_json::Value = serde_json::from_slice(&added.stdout).expect("JSON");
+    assert_eq!(report["breakpoint"], "added");
+    let mut full: serde_json::Value = serde_json::from_str(&body).unwrap();
+    full["system"] = serde_json::json!([{"type": "text", "text": "Drive the browser.", "cache_control": {"type": "ephemeral"}}]);
+    for tool in full["tools"].as_array_mut().unwrap().iter_mut().take(3) {
+        tool["cache_control"] = serde_json::json!({"type": "ephemeral"});
+    }
+    let full = full.to_string();
+    let table = run(&["inspect", "-"], Some(&full));
+    assert!(
+        stdout(&table).contains("cache breakpoint: no room"),
+        "{}",
+        stdout(&table)
+    );
+    let json = run(&["inspect", "--json", "-"], Some(&full));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(report["breakpoint"], "no_room");
+    let chat = run(
+        &[
+            "inspect",
+            "--json",
+            fixture("pwmcp-0.0.41/order.openai.json").to_str().unwrap(),
+        ],
+        None,
+    );
+    let report: serde_json::Value = serde_json::from_slice(&chat.stdout).expect("JSON");
+    assert!(report["breakpoint"].is_null());
+}

@@ -1619,6 +1619,12 @@ fn cache_usage_passes_through_intact_and_is_counted() {
     logged.sort_unstable();
     bills.sort_unstable();
     assert_eq!(logged, bills, "the log's token counts");
+    // Anthropic requests carry the cache breakpoint of ours; the log says what became of it.
+    for l in lines.iter().filter(|l| l["outcome"] == "projected") {
+        let anthropic = l["path"].as_str().is_some_and(|p| p.ends_with("/messages"));
+        let expected = if anthropic { "added" } else { "-" };
+        assert_eq!(l["breakpoint"], expected, "{l}");
+    }
     assert_eq!(
         lines.iter().filter(|l| l["usage"] == "missing").count(),
         1,

@@ -29,6 +29,7 @@ pub(crate) struct Exchange {
     outcome: &'static str,
     format: &'static str,
     collapsed: usize,
+    breakpoint: &'static str,
     /// Decoded bytes received and bytes forwarded of a projected body.
     projected: Option<(usize, usize)>,
     bytes_in: usize,
@@ -53,6 +54,7 @@ impl Exchange {
             outcome: "untouched",
             format: "-",
             collapsed: 0,
+            breakpoint: "-",
             projected: None,
             bytes_in: 0,
             bytes_out: 0,
@@ -78,10 +80,12 @@ impl Exchange {
         if let Outcome::Projected {
             collapsed,
             received,
+            breakpoint,
             ..
         } = outcome
         {
             self.collapsed = *collapsed;
+            self.breakpoint = breakpoint;
             self.projected = Some((*received, bytes_out));
         }
         self.forwarded_after = Some(self.started.elapsed());
@@ -151,6 +155,7 @@ impl Exchange {
             bytes_in = self.bytes_in,
             bytes_out = self.bytes_out,
             collapsed = self.collapsed,
+            breakpoint = self.breakpoint,
             status = self.status,
             added_ms = self.forwarded_after.map(ms),
             latency_ms = self.headers_after.as_millis() as u64,

@@ -96,6 +96,8 @@ enum Outcome {
         received: usize,
         saved: i64,
         format: RequestFormat,
+        /// What became of the breakpoint of our own (Anthropic, SPEC 9).
+        breakpoint: &'static str,
     },
     Passthrough(&'static str),
     Untouched,
@@ -303,12 +305,20 @@ async fn rewrite(
                 received: len,
                 saved,
                 format: p.format,
+                breakpoint: breakpoint_label(p.breakpoint),
             };
             Ok((Bytes::from(p.body), outcome))
         }
         Err(message) => refuse("unreadable_body", message)
             .map(|_| (body, Outcome::Passthrough("unreadable-body"))),
     }
+}
+
+/// The breakpoint of our own as the log names it: `no_room` says the request already had
+/// the 4 breakpoints a provider takes, so the next turn's collapse is read from the cache
+/// only as far as the client's breakpoints reach.
+fn breakpoint_label(breakpoint: Option<staleguard::Breakpoint>) -> &'static str {
+    breakpoint.map_or("-", staleguard::Breakpoint::as_str)
 }
 
 /// Why a body could not be decoded.

@@ -97,7 +97,7 @@ pub use pipeline::{
     project, project_request, project_request_with, CallVerdict, Options, Projected, Projection,
 };
 // What it reads, and why a body or a config cannot be read:
-pub use adapter::RequestFormat;
+pub use adapter::{Breakpoint, RequestFormat};
 pub use config::Config;
 pub use error::{ConfigError, Error};
 // What a projection reports: per result, evidence, page fingerprints, the guard's verdicts:

@@ -5,7 +5,7 @@
 //! session; their edits go back through the adapter. Each part of a result is computed at
 //! most once, and with a [`Memo`] not again in the next request.
 
-use crate::adapter::{read_request, RequestFormat, WireRequest};
+use crate::adapter::{read_request, Breakpoint, RequestFormat, WireRequest};
 use crate::config::Config;
 use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
@@ -50,6 +50,10 @@ pub struct Projection {
     /// The guard's verdict on every browser call, against the transcript before it, when
     /// asked for.
     pub verdicts: Vec<CallVerdict>,
+    /// Anthropic requests: the `cache_control` breakpoint of our own at the end of what
+    /// stays frozen (SPEC 9), or why there is none. `None` for other formats and requests
+    /// without a browser result.
+    pub breakpoint: Option<Breakpoint>,
 }
 
 /// The guard's verdict on one browser call of the request.
@@ -128,7 +132,13 @@ pub fn project(
         chosen.bytes += evidence.bytes;
         evidence = chosen;
     }
-    let body = request.write(&report.edits);
+    let breakpoint = match format {
+        RequestFormat::Anthropic => {
+            frozen_end(&session, &report).and_then(|item| request.breakpoint_before(item))
+        }
+        _ => None,
+    };
+    let body = request.write_with(&report.edits, breakpoint);
     Ok(Projection {
         body,
         format,
@@ -138,7 +148,21 @@ pub fn project(
         server_side_history: request.hints.server_side_history,
         progress,
         verdicts,
+        breakpoint,
     })
+}
+
+/// The transcript item where the content that stays frozen from this request to the next
+/// ends (SPEC 9, C1): the live page state or the newest browser result, whichever is first.
+fn frozen_end(session: &Session<'_>, plan: &Plan) -> Option<usize> {
+    let newest = session.steps.last().map(|s| s.item);
+    let live = plan
+        .results
+        .iter()
+        .filter(|r| r.status == projection::Status::Live)
+        .map(|r| r.item)
+        .min();
+    newest.into_iter().chain(live).min()
 }
 
 /// Progress (counting only, unless verdicts are asked for: one full replay gives both).

@@ -20,7 +20,25 @@ use crate::transcript::{Item, Role, ToolCall};
 struct Envelope<'a> {
     #[serde(borrow)]
     messages: Option<List<Message<'a>>>,
-    system: Option<IgnoredAny>,
+    #[serde(borrow)]
+    system: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+}
+
+/// Whatever has a `cache_control`: a tool, a system block, a content block.
+#[derive(Deserialize)]
+struct Marked {
+    cache_control: Option<IgnoredAny>,
+}
+
+/// The `cache_control` breakpoints among the elements of `raw`, when it is a list.
+fn breakpoints_in(raw: Option<&RawValue>) -> usize {
+    raw.filter(|r| r.get().starts_with('['))
+        .and_then(|r| serde_json::from_str::<Vec<Marked>>(r.get()).ok())
+        .map_or(0, |list| {
+            list.iter().filter(|m| m.cache_control.is_some()).count()
+        })
 }
 
 #[derive(Deserialize)]
@@ -50,7 +68,11 @@ struct Block<'a> {
     is_error: Option<&'a RawValue>,
     #[serde(borrow)]
     text: Option<Cow<'a, str>>,
+    cache_control: Option<IgnoredAny>,
 }
+
+/// Block types that may carry a `cache_control` breakpoint (thinking blocks may not).
+const MARKABLE: &[&str] = &["text", "image", "document", "tool_use", "tool_result"];
 
 /// Reads a Messages body.
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
@@ -62,6 +84,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
+    request.breakpoints = breakpoints_in(envelope.system) + breakpoints_in(envelope.tools);
     request.read_list(envelope.messages, read_message);
     Ok(request)
 }
@@ -83,7 +106,16 @@ fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>)
     };
     for raw in blocks {
         match serde_json::from_str::<Block<'a>>(raw.get()) {
-            Ok(block) => read_block(request, index, role, block),
+            Ok(block) => {
+                let marked = block.cache_control.is_some();
+                let markable = block.kind.as_deref().is_some_and(|k| MARKABLE.contains(&k));
+                if block.kind.as_deref() == Some("tool_result") {
+                    request.breakpoints += breakpoints_in(block.content);
+                }
+                request.breakpoints += usize::from(marked);
+                read_block(request, index, role, block);
+                request.mark_block(raw, markable, marked);
+            }
             Err(_) => request.push(Item::Other),
         }
     }

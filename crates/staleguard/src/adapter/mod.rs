@@ -15,7 +15,7 @@ pub mod openai_chat;
 mod request;
 pub mod responses;
 
-pub use request::{Hints, WireRequest};
+pub use request::{Breakpoint, Hints, WireRequest, MAX_BREAKPOINTS};
 
 use std::str::FromStr;
 

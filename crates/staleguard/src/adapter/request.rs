@@ -34,14 +34,56 @@ pub struct Hints {
     pub server_side_history: bool,
 }
 
+/// A content block that a `cache_control` breakpoint can be added to: where its object
+/// ends in the body, and whether it has one already.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockEnd {
+    /// Offset of the block object's closing brace.
+    close: usize,
+    marked: bool,
+}
+
 /// A body, read.
 pub struct WireRequest<'a> {
     body: &'a str,
     transcript: Transcript<'a>,
     spans: Vec<Option<Span>>,
+    /// For each item read from a content block of the Anthropic format, where a breakpoint
+    /// goes; `None` for other items and blocks that may not carry one.
+    blocks: Vec<Option<BlockEnd>>,
+    /// `cache_control` breakpoints the body has (Anthropic: tools, system, content blocks).
+    pub(crate) breakpoints: usize,
     /// What the body says about its own format.
     pub hints: Hints,
 }
+
+/// The breakpoint of our own that an Anthropic request may carry (SPEC 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breakpoint {
+    /// Added after transcript item `.0`, the end of what stays frozen.
+    Added(usize),
+    /// The block at the end of what stays frozen has one already.
+    AlreadyThere(usize),
+    /// The request has the most breakpoints a provider takes (4) already.
+    NoRoom,
+}
+
+impl Breakpoint {
+    /// As reports and logs name it: `added`, `already_there`, `no_room`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Breakpoint::Added(_) => "added",
+            Breakpoint::AlreadyThere(_) => "already_there",
+            Breakpoint::NoRoom => "no_room",
+        }
+    }
+}
+
+/// The most `cache_control` breakpoints an Anthropic request may carry.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// What a breakpoint of our own adds to a block object, before its closing brace.
+const BREAKPOINT: &str = r#","cache_control":{"type":"ephemeral"}"#;
 
 impl<'a> WireRequest<'a> {
     pub(crate) fn new(body: &'a str, hints: Hints) -> Self {
@@ -49,6 +91,8 @@ impl<'a> WireRequest<'a> {
             body,
             transcript: Transcript::default(),
             spans: Vec::new(),
+            blocks: Vec::new(),
+            breakpoints: 0,
             hints,
         }
     }
@@ -77,6 +121,37 @@ impl<'a> WireRequest<'a> {
                 }
             }
         }
+    }
+
+    /// Notes where the block `raw`, just read as the newest item, ends: a breakpoint of our
+    /// own may go there when it is `markable`.
+    pub(crate) fn mark_block(&mut self, raw: &RawValue, markable: bool, marked: bool) {
+        let json = raw.get();
+        let start = (json.as_ptr() as usize).checked_sub(self.body.as_ptr() as usize);
+        let close = start
+            .and_then(|s| s.checked_add(json.trim_end().len().checked_sub(1)?))
+            .filter(|&c| markable && self.body.as_bytes().get(c) == Some(&b'}'));
+        let item = self.transcript.items.len().checked_sub(1);
+        if let (Some(close), Some(item)) = (close, item) {
+            self.blocks.resize(item + 1, None);
+            self.blocks[item] = Some(BlockEnd { close, marked });
+        }
+    }
+
+    /// The breakpoint of our own for a request whose frozen content ends before transcript
+    /// item `frozen`: on the nearest block before it that may carry one.
+    pub fn breakpoint_before(&self, frozen: usize) -> Option<Breakpoint> {
+        let item = (0..frozen.min(self.blocks.len()))
+            .rev()
+            .find(|&i| self.blocks.get(i).copied().flatten().is_some())?;
+        let block = self.blocks.get(item).copied().flatten()?;
+        Some(if block.marked {
+            Breakpoint::AlreadyThere(item)
+        } else if self.breakpoints >= MAX_BREAKPOINTS {
+            Breakpoint::NoRoom
+        } else {
+            Breakpoint::Added(item)
+        })
     }
 
     /// Adds an item that is not edited.
@@ -128,17 +203,38 @@ impl<'a> WireRequest<'a> {
     /// The body with each edit applied; all other bytes are copied. Appends to one result
     /// become parts of their own, in edit order.
     pub fn write(&self, edits: &[Edit]) -> String {
+        self.write_with(edits, None)
+    }
+
+    /// [`write`](Self::write), with a `cache_control` breakpoint of our own added where
+    /// `breakpoint` says.
+    pub fn write_with(&self, edits: &[Edit], breakpoint: Option<Breakpoint>) -> String {
         let spliced = self.by_span(edits);
         let extra: usize = edits.iter().map(|e| e.text.len() + 64).sum();
-        let mut out = String::with_capacity(self.body.len() + extra);
+        let mut out = String::with_capacity(self.body.len() + extra + BREAKPOINT.len());
+        let mut insert = match breakpoint {
+            Some(Breakpoint::Added(item)) => self.blocks.get(item).copied().flatten(),
+            _ => None,
+        };
         let mut at = 0;
         for (span, group) in spliced {
             if span.start < at {
                 continue;
             }
+            if let Some(block) = insert.filter(|b| b.close < span.start) {
+                out.push_str(&self.body[at..block.close]);
+                out.push_str(BREAKPOINT);
+                at = block.close;
+                insert = None;
+            }
             out.push_str(&self.body[at..span.start]);
             out.push_str(&self.content_json(span, &group));
             at = span.end;
+        }
+        if let Some(block) = insert.filter(|b| b.close >= at) {
+            out.push_str(&self.body[at..block.close]);
+            out.push_str(BREAKPOINT);
+            at = block.close;
         }
         out.push_str(&self.body[at..]);
         out

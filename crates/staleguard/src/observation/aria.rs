@@ -133,9 +133,7 @@ impl Blocks {
         let Some(rest) = body.strip_prefix("- ") else {
             return;
         };
-        let role_end = rest
-            .find([' ', ':', '['])
-            .unwrap_or(rest.len());
+        let role_end = rest.find([' ', ':', '[']).unwrap_or(rest.len());
         let role = &rest[..role_end];
         let indent = line.len() - body.len();
         let has_children = rest.trim_end().ends_with(':');

@@ -106,6 +106,18 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
     for slot in &slots {
         *after.pointer_mut(slot).unwrap() = before.pointer(slot).cloned().unwrap();
     }
+    let ours = usize::from(matches!(
+        p.breakpoint,
+        Some(staleguard::Breakpoint::Added(_))
+    ));
+    assert_eq!(
+        strip_new_breakpoints(&before, &mut after),
+        ours,
+        "one breakpoint of ours at most"
+    );
+    if ours == 1 {
+        assert!(breakpoints(&before) < staleguard::adapter::MAX_BREAKPOINTS);
+    }
     assert_eq!(
         serde_json::to_string(&before).ok(),
         serde_json::to_string(&after).ok(),
@@ -113,6 +125,67 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
     );
     let again = project_as(&p.body, format);
     assert_eq!(again.body, p.body, "idempotent");
+}
+
+/// Removes from `after` the `cache_control` of every message content block that has none in
+/// `before`; how many there were.
+pub fn strip_new_breakpoints(before: &Value, after: &mut Value) -> usize {
+    let mut added = 0;
+    let Some(messages) = after.get_mut("messages").and_then(Value::as_array_mut) else {
+        return 0;
+    };
+    for (i, m) in messages.iter_mut().enumerate() {
+        let Some(blocks) = m["content"].as_array_mut() else {
+            continue;
+        };
+        for (j, block) in blocks.iter_mut().enumerate() {
+            let had = !before["messages"][i]["content"][j]["cache_control"].is_null();
+            if let (false, Some(object)) = (had, block.as_object_mut()) {
+                added += usize::from(object.remove("cache_control").is_some());
+            }
+        }
+    }
+    added
+}
+
+/// The `cache_control` breakpoints of an Anthropic body: tools, system and message blocks.
+pub fn breakpoints(body: &Value) -> usize {
+    let marked = |list: &Value| {
+        list.as_array().map_or(0, |l| {
+            l.iter().filter(|b| !b["cache_control"].is_null()).count()
+        })
+    };
+    let nested = body["messages"].as_array().map_or(0, |ms| {
+        ms.iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .map(|b| marked(&b["content"]))
+            .sum()
+    });
+    let blocks: usize = body["messages"]
+        .as_array()
+        .map_or(0, |ms| ms.iter().map(|m| marked(&m["content"])).sum());
+    marked(&body["tools"]) + marked(&body["system"]) + blocks + nested
+}
+
+/// `after` with the breakpoint of ours that `before` lacks taken out, byte for byte: the
+/// bytes of our breakpoint, inserted once.
+pub fn without_our_breakpoint(before: &str, after: &str) -> String {
+    const OURS: &str = r#","cache_control":{"type":"ephemeral"}"#;
+    let first = before
+        .bytes()
+        .zip(after.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(before.len().min(after.len()));
+    for at in first.saturating_sub(OURS.len())..=first {
+        if after.get(at..).is_some_and(|rest| rest.starts_with(OURS)) {
+            let out = format!("{}{}", &after[..at], &after[at + OURS.len()..]);
+            if out == before {
+                return out;
+            }
+        }
+    }
+    after.to_string()
 }
 
 /// A recorded OpenAI Chat session as an OpenAI Responses body, with a reasoning item
