@@ -56,6 +56,79 @@ pub struct Chunk<'t> {
     pub position: usize,
     /// The first or last numbered row of a table.
     pub table_end: bool,
+    /// What evidence asks of its text, read once per result text.
+    pub facts: ChunkFacts,
+}
+
+/// What evidence asks of a chunk's text: computed once per result text (and kept with its
+/// reading across requests), because every collapsed page is weighed again on every turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkFacts {
+    /// Worth quoting: a number, or a phrase of a few words; not a bare label.
+    pub quotable: bool,
+    /// It holds a date (a month name and a year).
+    pub date: bool,
+    /// It holds a digit.
+    pub number: bool,
+    /// A hash of its text, to tell whether the next page still shows it.
+    pub hash: u64,
+}
+
+/// The evidence facts of a page's chunks, and in how many of its quotable chunks each word
+/// occurs.
+#[derive(Debug, Default)]
+pub struct PageFacts {
+    /// One per chunk, in the order of [`chunks_of`].
+    pub chunks: Vec<ChunkFacts>,
+    /// Word hash to the number of quotable chunks that hold it.
+    pub frequency: HashMap<u64, u32, Words>,
+}
+
+impl PageFacts {
+    /// The facts of `texts`, whose word hashes are `words`.
+    pub(crate) fn of<'x>(texts: impl Iterator<Item = &'x str>, words: &[Box<[u64]>]) -> PageFacts {
+        let mut facts = PageFacts::default();
+        for (text, words) in texts.zip(words) {
+            let number = text.bytes().any(|b| b.is_ascii_digit());
+            let quotable = number || text.split_whitespace().nth(3).is_some();
+            if quotable {
+                for &w in words.iter() {
+                    *facts.frequency.entry(w).or_insert(0) += 1;
+                }
+            }
+            facts.chunks.push(ChunkFacts {
+                quotable,
+                date: has_date(text),
+                number,
+                hash: xxhash_rust::xxh3::xxh3_64(text.as_bytes()),
+            });
+        }
+        facts
+    }
+}
+
+/// Month names, as dates on pages spell them.
+const MONTHS: &[&str] = &[
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// A date: a month name and a four-digit year (`12 November 2024`, `March 3, 2025`).
+fn has_date(text: &str) -> bool {
+    let year = text
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|d| d.len() == 4 && (d.starts_with("19") || d.starts_with("20")));
+    year && MONTHS.iter().any(|m| text.contains(m))
 }
 
 /// A quote on the evidence track.
@@ -247,7 +320,7 @@ type Fast = ahash::RandomState;
 
 /// Maps keyed by word hashes ([`word_hashes`]): those are fixed-seed hashes of page text, so
 /// they are hashed again with a random key.
-type Words = ahash::RandomState;
+pub(crate) type Words = ahash::RandomState;
 
 /// Checks an explicit item against the chunks the browser returned.
 fn ground<'t>(
@@ -505,12 +578,19 @@ pub fn line(quote: &Quote) -> String {
 }
 
 pub(crate) fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
-    let value = serde_json::json!({
-        "source_url": neutralise(source_url),
-        "observation": observation,
-        "quote": neutralise(quote),
-    });
-    value.to_string()
+    format!(
+        r#"{{"source_url":{},"observation":{},"quote":{}}}"#,
+        json_string(&neutralise(source_url)),
+        json_string(observation),
+        json_string(&neutralise(quote))
+    )
+}
+
+/// `text` as a JSON string literal (quote lines are written for every kept quote on every
+/// request: no intermediate `Value`).
+pub(crate) fn json_string(text: &str) -> String {
+    // Serialising a `str` cannot fail; the fallback keeps that a fact of the types.
+    serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""))
 }
 
 /// The block: header, quote lines, notices.
@@ -656,9 +736,10 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
     let observation: &str = &reading.id;
     let tree = reading.tree(text);
     let words = reading.chunk_words(text);
+    let facts = &reading.page_facts(text).chunks;
     if let Some(header) = &reading.header {
         let url = header.url.as_deref().unwrap_or("");
-        let key: Arc<str> = normalise(url).into();
+        let key = reading.url_key();
         let document = tree.observation_id.as_ref().map(|p| p.get(text));
         return Box::new(tree.chunks.iter().zip(words).enumerate().map(
             move |(i, (chunk, words))| Chunk {
@@ -670,23 +751,32 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
                 words,
                 position: step.item,
                 table_end: tree.table_ends.contains(&i),
+                facts: facts.get(i).copied().unwrap_or_default(),
             },
         ));
     }
-    let words = words.get(tree.chunks.len()..).unwrap_or_default();
-    Box::new(tree.read_backs.iter().zip(words).map(move |(c, words)| {
-        let url = c.url.get(text);
-        Chunk {
-            url,
-            key: normalise(url).into(),
-            observation,
-            document: Some(c.observation.get(text)),
-            text: c.text.get(text),
-            words,
-            position: step.item,
-            table_end: false,
-        }
-    }))
+    let first = tree.chunks.len();
+    let words = words.get(first..).unwrap_or_default();
+    Box::new(
+        tree.read_backs
+            .iter()
+            .zip(words)
+            .enumerate()
+            .map(move |(i, (c, words))| {
+                let url = c.url.get(text);
+                Chunk {
+                    url,
+                    key: normalise(url).into(),
+                    observation,
+                    document: Some(c.observation.get(text)),
+                    text: c.text.get(text),
+                    words,
+                    position: step.item,
+                    table_end: false,
+                    facts: facts.get(first + i).copied().unwrap_or_default(),
+                }
+            }),
+    )
 }
 
 /// The result the evidence block rides on: the newest non-failed browser result. `None`

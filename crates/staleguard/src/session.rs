@@ -306,6 +306,8 @@ pub struct Reading {
     pub bytes: usize,
     tree: OnceLock<TreeParts>,
     words: OnceLock<Vec<Box<[u64]>>>,
+    facts: OnceLock<crate::evidence::PageFacts>,
+    url_key: OnceLock<Arc<str>>,
     receipt: OnceLock<KeptReceipt>,
 }
 
@@ -353,8 +355,34 @@ impl Reading {
             bytes: text.len(),
             tree,
             words: OnceLock::new(),
+            facts: OnceLock::new(),
+            url_key: OnceLock::new(),
             receipt: OnceLock::new(),
         }
+    }
+
+    /// What evidence asks of every chunk of [`tree`](Self::tree) (read-back chunks after
+    /// them), in the order of [`chunk_words`](Self::chunk_words).
+    pub fn page_facts(&self, text: &str) -> &crate::evidence::PageFacts {
+        self.facts.get_or_init(|| {
+            let tree = self.tree(text);
+            let texts = tree
+                .chunks
+                .iter()
+                .chain(tree.read_backs.iter().map(|r| &r.text))
+                .map(|c| c.get(text));
+            crate::evidence::PageFacts::of(texts, self.chunk_words(text))
+        })
+    }
+
+    /// The page URL, normalised as evidence compares URLs; empty when it names none.
+    pub fn url_key(&self) -> Arc<str> {
+        self.url_key
+            .get_or_init(|| {
+                let url = self.header.as_ref().and_then(|h| h.url.as_deref());
+                crate::urlnorm::normalise(url.unwrap_or("")).into()
+            })
+            .clone()
     }
 
     /// The collapsed form of this reading's observation, produced by `tool` with `images`

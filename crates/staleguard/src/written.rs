@@ -10,6 +10,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+/// Maps keyed by page text or its word hashes, which a page chooses: hashed with a random
+/// key, and fast.
+type Fast = ahash::RandomState;
+
 use crate::evidence::{chunks_of, line_of, Chunk, Limits, Quote, EVIDENCE_HEADER};
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
@@ -66,8 +70,8 @@ pub struct Written {
 /// One quote on its way to the request.
 struct Kept<'t> {
     chunk: Chunk<'t>,
-    /// Bytes of its line in the request, newline included: what the caps count.
-    size: usize,
+    /// Its line in the request.
+    line: String,
     /// The block it is written in: the step index of a collapsed page, or the item of a
     /// follow-up target.
     block: Block,
@@ -109,8 +113,9 @@ pub fn choose<'t>(
         }
         read_up_to = read_up_to.max(at);
         match *event {
-            Event::Collapse { step, until } => {
-                let chosen = choose_for_page(transcript, session, step, until, &task, &state);
+            Event::Collapse { step, next, until } => {
+                let page = Page { step, next, until };
+                let chosen = choose_for_page(transcript, session, page, &task, &state);
                 state.add(chosen, Block::Inside(session.steps[step].item), limits);
             }
             Event::Question { item, target } => {
@@ -125,7 +130,7 @@ pub fn choose<'t>(
 
 /// Words of context, each with whether it holds a digit.
 #[derive(Default)]
-struct Words(HashMap<u64, bool>);
+struct Words(HashMap<u64, bool, Fast>);
 
 impl Words {
     fn add(&mut self, text: &str) {
@@ -154,8 +159,13 @@ impl Words {
 /// Where quotes are chosen, in transcript order.
 #[derive(Debug, Clone, Copy)]
 enum Event {
-    /// Step `step` was superseded by the observation at transcript item `until`.
-    Collapse { step: usize, until: usize },
+    /// Step `step` was superseded by step `next`, the observation at transcript item
+    /// `until`.
+    Collapse {
+        step: usize,
+        next: Option<usize>,
+        until: usize,
+    },
     /// The user message at transcript item `item`, after collapsed pages; `target` is the
     /// newest non-failed browser step before it.
     Question { item: usize, target: usize },
@@ -179,15 +189,29 @@ impl Events {
     fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
         let mut order = Vec::new();
         let steps = &session.steps;
+        // The observation after each step, found in one pass from the end.
+        let mut next_observation = vec![None; steps.len()];
+        let mut seen = None;
+        for (i, step) in steps.iter().enumerate().rev() {
+            next_observation[i] = seen;
+            if step.tree_kind().is_some() {
+                seen = Some(i);
+            }
+        }
         for (i, (step, report)) in steps.iter().zip(&plan.results).enumerate() {
             if report.status != Status::Collapsed || step.reading.collapsed {
                 continue;
             }
-            let until = steps[i + 1..]
-                .iter()
-                .find(|s| s.tree_kind().is_some())
-                .map_or(usize::MAX, |s| s.item);
-            order.push((until, Event::Collapse { step: i, until }));
+            let next = next_observation[i];
+            let until = next.map_or(usize::MAX, |n| steps[n].item);
+            order.push((
+                until,
+                Event::Collapse {
+                    step: i,
+                    next,
+                    until,
+                },
+            ));
         }
         let first_collapse = order.iter().map(|(until, _)| *until).min();
         for (item, entry) in transcript.items.iter().enumerate() {
@@ -258,13 +282,14 @@ impl<'t> Chosen<'t> {
         let first_new = self.kept.len();
         let (mut items, mut bytes) = (0, 0);
         for chunk in chosen.chunks {
-            let size = line_size(block, &chunk);
+            let line = line_in(block, &chunk);
+            let size = line.len() + 1;
             if items + 1 > limits.max_items || bytes + size > limits.max_bytes {
                 break;
             }
             items += 1;
             bytes += size;
-            self.kept.push(Kept { chunk, size, block });
+            self.kept.push(Kept { chunk, line, block });
         }
         if self.kept.len() == first_new || !over(&self.kept, limits.max_items, limits.max_bytes) {
             return;
@@ -306,7 +331,7 @@ impl<'t> Chosen<'t> {
                     continue;
                 }
                 text.push('\n');
-                text.push_str(&line_in(block, &k.chunk));
+                text.push_str(&k.line);
                 written.quotes.push(quote);
                 any = true;
             }
@@ -364,7 +389,7 @@ impl<'t> Chosen<'t> {
 }
 
 fn over(kept: &[Kept<'_>], items: usize, bytes: usize) -> bool {
-    kept.len() > items || kept.iter().map(|k| k.size).sum::<usize>() > bytes
+    kept.len() > items || kept.iter().map(|k| k.line.len() + 1).sum::<usize>() > bytes
 }
 
 fn quote_of(c: &Chunk<'_>) -> Quote {
@@ -382,10 +407,6 @@ fn line_in(block: Block, c: &Chunk<'_>) -> String {
         Block::Inside(_) => own_line(c.text),
         Block::Appended(_) => line_of(c.url, c.observation, c.text),
     }
-}
-
-fn line_size(block: Block, c: &Chunk<'_>) -> usize {
-    line_in(block, c).len() + 1
 }
 
 /// What one page or question picked: the quotes, and the chunks refused whole.
@@ -406,7 +427,10 @@ impl Picked<'_> {
 /// A quote line inside the collapsed content of its own page: the receipt above it names
 /// the URL and the observation.
 fn own_line(quote: &str) -> String {
-    serde_json::json!({ "quote": neutralise(quote) }).to_string()
+    format!(
+        r#"{{"quote":{}}}"#,
+        crate::evidence::json_string(&neutralise(quote))
+    )
 }
 
 /// What the model wrote and did between transcript items `from` and `until`.
@@ -428,76 +452,89 @@ fn model_words(transcript: &Transcript<'_>, from: usize, until: usize) -> Words 
     words
 }
 
-/// The quotes of the collapsed page at `step`, superseded at transcript item `until`: the
+/// The quotes of the collapsed page `at`, as the step that superseded it left it: the
 /// chunks that share rare words with the user's task or with what the model wrote and did
 /// after reading it, numbers and identifiers first; none that the next page still shows.
 fn choose_for_page<'t>(
     transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
-    step: usize,
-    until: usize,
+    at: Page,
     task: &Words,
     state: &State<'_>,
 ) -> Picked<'t> {
-    let page = &session.steps[step];
+    let page = &session.steps[at.step];
     let header = page.reading.header.as_ref();
     if is_error_page(header.and_then(|h| h.url.as_deref())) {
         return Picked::none();
     }
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
-    let next: HashSet<&str> = session
-        .steps
-        .iter()
-        .find(|s| s.item == until)
-        .map(|s| chunks_of(s).map(|c| c.text).collect())
+    // What the next page still shows is not lost yet; the same text is the same reading.
+    let next = at.next.and_then(|n| session.steps.get(n));
+    if next.is_some_and(|n| std::sync::Arc::ptr_eq(&n.reading, &page.reading)) {
+        return Picked::none();
+    }
+    let next: HashSet<u64, Fast> = next
+        .map(|s| {
+            s.reading
+                .page_facts(s.text)
+                .chunks
+                .iter()
+                .map(|f| f.hash)
+                .collect()
+        })
         .unwrap_or_default();
-    let model = model_words(transcript, page.item, until);
+    let model = model_words(transcript, page.item, at.until);
     let chunks: Vec<Chunk<'t>> = chunks_of(page)
-        .filter(|c| is_quotable(c.text) && c.text != title && !next.contains(c.text))
+        .filter(|c| c.facts.quotable && c.text != title && !next.contains(&c.facts.hash))
         .collect();
-    let frequency = frequency(chunks.iter());
+    let frequency = &page.reading.page_facts(page.text).frequency;
     let score = |c: &Chunk<'_>| {
         let matched: u32 = c
             .words
             .iter()
             .map(|w| {
                 let weight = task.weight(*w, 4, 12) + model.weight(*w, 2, 8);
-                rarity(weight, frequency.get(w).copied().unwrap_or(0))
+                rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize)
             })
             .sum();
         // The first and last rows of a table and dates are candidates of their own.
-        let end = if c.table_end { MIN_PAGE_SCORE } else { 0 };
-        let date = if has_date(c.text) {
-            MIN_PAGE_SCORE - 1
-        } else {
-            0
-        };
+        let end = if c.table_end { MIN_PAGE_SCORE - 1 } else { 0 };
+        let date = if c.facts.date { MIN_PAGE_SCORE - 1 } else { 0 };
         if matched + end + date == 0 {
             return 0;
         }
         // A long paragraph matches many words; a short fact with a number is worth as much.
-        let short = if c.text.len() <= SHORT_FACT && has_number(c.text) {
+        let number = c.facts.number;
+        let short = if c.text.len() <= SHORT_FACT && number {
             2
         } else {
             0
         };
-        matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(has_number(c.text))
+        matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
     };
     best(chunks, score, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+}
+
+/// A collapsed page: its step, the step that superseded it, and that step's transcript item.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    step: usize,
+    next: Option<usize>,
+    until: usize,
 }
 
 /// Where each word occurs among the chunks of the collapsed pages: a question's candidates
 /// are found by its words, not by reading every page again for every question.
 struct Index<'t> {
     chunks: Vec<(usize, Chunk<'t>)>,
-    postings: HashMap<u64, Vec<usize>>,
+    postings: HashMap<u64, Vec<usize>, Fast>,
 }
 
 impl<'t> Index<'t> {
     fn of(session: &'t Session<'t>, plan: &Plan) -> Index<'t> {
         let mut index = Index {
             chunks: Vec::new(),
-            postings: HashMap::new(),
+            postings: HashMap::default(),
         };
         let collapsed = session
             .steps
@@ -510,14 +547,14 @@ impl<'t> Index<'t> {
             });
         // A page snapshotted again repeats its chunks: each distinct text counts once, at
         // its first step, so a word is as rare as the page makes it.
-        let mut seen: HashSet<(std::sync::Arc<str>, &'t str)> = HashSet::new();
+        let mut seen: HashSet<(std::sync::Arc<str>, &'t str), Fast> = HashSet::default();
         for (i, (step, _)) in collapsed {
             let title = step
                 .reading
                 .header
                 .as_ref()
                 .and_then(|h| h.title.as_deref());
-            let quotable = |c: &Chunk<'_>| is_quotable(c.text) && Some(c.text) != title;
+            let quotable = |c: &Chunk<'_>| c.facts.quotable && Some(c.text) != title;
             for chunk in chunks_of(step).filter(quotable) {
                 if !seen.insert((chunk.key.clone(), chunk.text)) {
                     continue;
@@ -548,10 +585,17 @@ fn choose_for_question<'t>(
         return Picked::none();
     };
     let question = Words::of(text);
-    let live: HashSet<&str> = chunks_of(&session.steps[target]).map(|c| c.text).collect();
+    let target_step = &session.steps[target];
+    let live: HashSet<u64, Fast> = target_step
+        .reading
+        .page_facts(target_step.text)
+        .chunks
+        .iter()
+        .map(|f| f.hash)
+        .collect();
     let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
     // Each word of the question, with the candidate chunks that hold it.
-    let mut scores: HashMap<usize, u32> = HashMap::new();
+    let mut scores: HashMap<usize, u32, Fast> = HashMap::default();
     for (&w, &digit) in &question.0 {
         let postings: Vec<usize> = index
             .postings
@@ -568,12 +612,12 @@ fn choose_for_question<'t>(
     let candidates: Vec<Chunk<'t>> = scores
         .keys()
         .filter_map(|&at| index.chunks.get(at))
-        .filter(|(_, c)| !live.contains(c.text))
+        .filter(|(_, c)| !live.contains(&c.facts.hash))
         .map(|(_, c)| c.clone())
         .collect();
     let score = |c: &Chunk<'_>| {
         let matched: u32 = c.words.iter().map(|&w| question.weight(w, 2, 6)).sum();
-        matched + u32::from(has_number(c.text))
+        matched + u32::from(c.facts.number)
     };
     let mut candidates = candidates;
     // In page order, so ties break the same way on every run.
@@ -637,51 +681,6 @@ fn best<'t>(
         chunks: take(chosen),
         refused: take(refused),
     }
-}
-
-/// In how many chunks each word occurs.
-fn frequency<'c, 't: 'c>(chunks: impl Iterator<Item = &'c Chunk<'t>>) -> HashMap<u64, usize> {
-    let mut frequency = HashMap::new();
-    for chunk in chunks {
-        for &w in chunk.words {
-            *frequency.entry(w).or_insert(0) += 1;
-        }
-    }
-    frequency
-}
-
-/// Page text worth quoting: a number, or a phrase of a few words; not a bare label or a
-/// heading of two words, which the receipt's title and the next page usually carry.
-fn is_quotable(text: &str) -> bool {
-    has_number(text) || text.split_whitespace().nth(3).is_some()
-}
-
-/// Month names, as dates on pages spell them.
-const MONTHS: &[&str] = &[
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// A date: a month name and a four-digit year (`12 November 2024`, `March 3, 2025`).
-fn has_date(text: &str) -> bool {
-    let year = text
-        .split(|c: char| !c.is_ascii_digit())
-        .any(|d| d.len() == 4 && (d.starts_with("19") || d.starts_with("20")));
-    year && MONTHS.iter().any(|m| text.contains(m))
-}
-
-fn has_number(text: &str) -> bool {
-    text.bytes().any(|b| b.is_ascii_digit())
 }
 
 /// Chromium's error pages (`chrome-error://`) give no evidence.
