@@ -54,8 +54,9 @@ pub struct Chunk<'t> {
     pub words: &'t [u64],
     /// Position of the result in the transcript: later is newer.
     pub position: usize,
-    /// The first or last numbered row of a table.
-    pub table_end: bool,
+    /// A candidate of its own, whatever its words: the first or last numbered row of a
+    /// table.
+    pub candidate: bool,
     /// What evidence asks of its text, read once per result text.
     pub facts: ChunkFacts,
 }
@@ -750,7 +751,7 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
                 text: chunk.get(text),
                 words,
                 position: step.item,
-                table_end: tree.table_ends.contains(&i),
+                candidate: tree.table_ends.contains(&i),
                 facts: facts.get(i).copied().unwrap_or_default(),
             },
         ));
@@ -772,7 +773,7 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
                     text: c.text.get(text),
                     words,
                     position: step.item,
-                    table_end: false,
+                    candidate: false,
                     facts: facts.get(first + i).copied().unwrap_or_default(),
                 }
             }),

@@ -98,6 +98,7 @@ pub fn choose<'t>(
         ..Chosen::default()
     };
     let mut task = Words::default();
+    let mut furniture = Furniture::default();
     let mut read_up_to = 0;
     let mut index = None;
     for event in &events.order {
@@ -112,20 +113,81 @@ pub fn choose<'t>(
             }
         }
         read_up_to = read_up_to.max(at);
+        furniture.read_until(session, at);
         match *event {
             Event::Collapse { step, next, until } => {
                 let page = Page { step, next, until };
-                let chosen = choose_for_page(transcript, session, page, &task, &state);
+                let context = Context {
+                    task: &task,
+                    furniture: &furniture,
+                };
+                let chosen = choose_for_page(transcript, session, page, context, &state);
                 state.add(chosen, Block::Inside(session.steps[step].item), limits);
             }
             Event::Question { item, target } => {
                 let index = index.get_or_insert_with(|| Index::of(session, plan));
-                let chosen = choose_for_question(transcript, session, index, item, target, &state);
+                let at = Question { item, target };
+                let chosen =
+                    choose_for_question(transcript, session, index, at, &furniture, &state);
                 state.add(chosen, Block::Appended(session.steps[target].item), limits);
             }
         }
     }
     state
+}
+
+/// What a page's quotes are weighed against: the user's words so far, and the text every
+/// page of the site repeats.
+#[derive(Clone, Copy)]
+struct Context<'c> {
+    task: &'c Words,
+    furniture: &'c Furniture,
+}
+
+/// A question: the user message at transcript item `item`, and `target`, the step its
+/// quotes go after.
+#[derive(Clone, Copy)]
+struct Question {
+    item: usize,
+    target: usize,
+}
+
+/// Text that pages at more than one URL showed (navigation, footers, the site's name): it
+/// says nothing about any one page. Read from the pages before each point where quotes are
+/// chosen, so the choice depends on the transcript up to there alone.
+#[derive(Default)]
+struct Furniture {
+    first_seen: HashMap<u64, std::sync::Arc<str>, Fast>,
+    repeated: HashSet<u64, Fast>,
+    read: usize,
+}
+
+impl Furniture {
+    /// Reads the pages of the steps before transcript item `at`.
+    fn read_until(&mut self, session: &Session<'_>, at: usize) {
+        while let Some(step) = session.steps.get(self.read).filter(|s| s.item < at) {
+            self.read += 1;
+            if step.failed || step.reading.header.is_none() {
+                continue;
+            }
+            let key = step.reading.url_key();
+            for chunk in &step.reading.page_facts(step.text).chunks {
+                match self.first_seen.get(&chunk.hash) {
+                    Some(first) if *first != key => {
+                        self.repeated.insert(chunk.hash);
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.first_seen.insert(chunk.hash, key.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    fn has(&self, chunk: &Chunk<'_>) -> bool {
+        self.repeated.contains(&chunk.facts.hash)
+    }
 }
 
 /// Words of context, each with whether it holds a digit.
@@ -459,9 +521,10 @@ fn choose_for_page<'t>(
     transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
     at: Page,
-    task: &Words,
+    context: Context<'_>,
     state: &State<'_>,
 ) -> Picked<'t> {
+    let task = context.task;
     let page = &session.steps[at.step];
     let header = page.reading.header.as_ref();
     if is_error_page(header.and_then(|h| h.url.as_deref())) {
@@ -484,8 +547,17 @@ fn choose_for_page<'t>(
         })
         .unwrap_or_default();
     let model = model_words(transcript, page.item, at.until);
+    let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
+    let section = section_of(url, chunks_of(page).map(|c| c.text));
+    // The section the agent went to (the URL's fragment) is what it read there.
+    let in_section: HashSet<u64, Fast> = chunks_of(page)
+        .enumerate()
+        .filter(|(i, _)| section.contains(i))
+        .map(|(_, c)| c.facts.hash)
+        .collect();
     let chunks: Vec<Chunk<'t>> = chunks_of(page)
         .filter(|c| c.facts.quotable && c.text != title && !next.contains(&c.facts.hash))
+        .filter(|c| !context.furniture.has(c))
         .collect();
     let frequency = &page.reading.page_facts(page.text).frequency;
     let score = |c: &Chunk<'_>| {
@@ -497,8 +569,15 @@ fn choose_for_page<'t>(
                 rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize)
             })
             .sum();
-        // The first and last rows of a table and dates are candidates of their own.
-        let end = if c.table_end { MIN_PAGE_SCORE - 1 } else { 0 };
+        // The first and last rows of a table, the section the URL points at and dates are
+        // candidates of their own.
+        let end = if in_section.contains(&c.facts.hash) {
+            MIN_PAGE_SCORE
+        } else if c.candidate {
+            MIN_PAGE_SCORE - 1
+        } else {
+            0
+        };
         let date = if c.facts.date { MIN_PAGE_SCORE - 1 } else { 0 };
         if matched + end + date == 0 {
             return 0;
@@ -513,6 +592,33 @@ fn choose_for_page<'t>(
         matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
     };
     best(chunks, score, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+}
+
+/// Chunks after a heading count as its section, up to this many.
+const SECTION_CHUNKS: usize = 10;
+
+/// The chunks of the section that `url`'s fragment names: those after the first chunk whose
+/// letters and digits begin with the fragment's (`#event-warning` names "Event: 'warning'",
+/// as documentation sites derive anchors from headings). Empty without a fragment.
+fn section_of<'x>(url: &str, texts: impl Iterator<Item = &'x str>) -> std::ops::Range<usize> {
+    let slug = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let fragment = url
+        .split_once('#')
+        .map(|(_, f)| slug(f))
+        .unwrap_or_default();
+    if fragment.len() < 3 || fragment == "top" {
+        return 0..0;
+    }
+    let mut texts = texts.enumerate();
+    match texts.find(|(_, t)| t.len() < 200 && slug(t).starts_with(&fragment)) {
+        Some((at, _)) => at + 1..at + 1 + SECTION_CHUNKS,
+        None => 0..0,
+    }
 }
 
 /// A collapsed page: its step, the step that superseded it, and that step's transcript item.
@@ -577,10 +683,11 @@ fn choose_for_question<'t>(
     transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
     index: &Index<'t>,
-    item: usize,
-    target: usize,
+    at: Question,
+    furniture: &Furniture,
     state: &State<'_>,
 ) -> Picked<'t> {
+    let Question { item, target } = at;
     let Some(Item::Text { text, .. }) = transcript.items.get(item) else {
         return Picked::none();
     };
@@ -612,7 +719,7 @@ fn choose_for_question<'t>(
     let candidates: Vec<Chunk<'t>> = scores
         .keys()
         .filter_map(|&at| index.chunks.get(at))
-        .filter(|(_, c)| !live.contains(&c.facts.hash))
+        .filter(|(_, c)| !live.contains(&c.facts.hash) && !furniture.has(c))
         .map(|(_, c)| c.clone())
         .collect();
     let score = |c: &Chunk<'_>| {
@@ -708,6 +815,32 @@ pub fn apply(written: &Written, edits: &mut Vec<Edit>) {
                 text: text.clone(),
                 append: true,
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::section_of;
+
+    #[test]
+    fn a_fragment_names_the_section_after_its_heading() {
+        let texts = [
+            "Table of contents",
+            "Event: 'exit' #",
+            "a",
+            "Event: 'warning' #",
+            "b",
+        ];
+        let url = "http://docs.test/process.html#event-warning";
+        assert_eq!(section_of(url, texts.iter().copied()), 4..14);
+        // No fragment, `#top`, or one that names no chunk: no section.
+        for url in [
+            "http://docs.test/p.html",
+            "http://docs.test/p.html#top",
+            "http://d/p#nothing",
+        ] {
+            assert!(section_of(url, texts.iter().copied()).is_empty(), "{url}");
         }
     }
 }

@@ -438,3 +438,59 @@ proptest! {
         }
     }
 }
+
+/// Text that pages at two URLs showed (a site's navigation, its name) is furniture: it says
+/// nothing about either page and is never quoted, while the page's own facts are.
+#[test]
+fn text_every_page_repeats_is_not_quoted() {
+    let page = |n: u32, url: &str, own: &str| {
+        format!(
+            "### Page state\n- Page URL: {url}\n- Page Title: Page {n}\n- Page Snapshot:\n```yaml\n- generic [ref=e1]:\n  - paragraph [ref=e2]: Fixture shop: widgets, bolts and clips since 1999\n  - paragraph [ref=e3]: {own}\n  - button \"Next\" [ref=e4]\n```\n"
+        )
+    };
+    let body = chat_session(
+        &[
+            (
+                "browser_navigate",
+                &page(
+                    1,
+                    "https://shop.test/a",
+                    "Widget A costs $19.99 in the shop",
+                ),
+            ),
+            (
+                "browser_click",
+                &page(
+                    2,
+                    "https://shop.test/b",
+                    "Widget B costs $24.50 in the shop",
+                ),
+            ),
+            (
+                "browser_click",
+                &page(3, "https://shop.test/c", "Your cart is empty"),
+            ),
+        ],
+        "What do widgets cost in the shop?",
+    );
+    let p = project(&body);
+    check_invariants(&body, &p);
+    let quotes: Vec<&str> = p
+        .evidence
+        .retained
+        .iter()
+        .map(|q| q.quote.as_str())
+        .collect();
+    assert!(
+        quotes.contains(&"Widget A costs $19.99 in the shop"),
+        "{quotes:?}"
+    );
+    assert!(
+        quotes.contains(&"Widget B costs $24.50 in the shop"),
+        "{quotes:?}"
+    );
+    assert!(
+        !quotes.iter().any(|q| q.contains("since 1999")),
+        "{quotes:?}"
+    );
+}
