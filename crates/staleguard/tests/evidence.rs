@@ -19,6 +19,15 @@ fn project_with(body: &str, config: &Config, items: &[EvidenceItem]) -> stalegua
     project_request_with(body, RequestFormat::OpenAiChat, config, items).expect("projects")
 }
 
+/// The quotes a projection kept, in order.
+fn retained(p: &staleguard::Projected) -> Vec<&str> {
+    p.evidence
+        .retained
+        .iter()
+        .map(|q| q.quote.as_str())
+        .collect()
+}
+
 fn item(url: &str, observation: &str, quote: &str) -> EvidenceItem {
     EvidenceItem {
         source_url: url.into(),
@@ -92,12 +101,7 @@ fn grounded_items_are_kept_and_ungrounded_dropped_with_reasons() {
     let p = project_with(&body, &on(), &items);
     check_invariants(&body, &p);
     // Kept whole, or inside a longer verbatim quote of the same page.
-    let kept: Vec<&str> = p
-        .evidence
-        .retained
-        .iter()
-        .map(|q| q.quote.as_str())
-        .collect();
+    let kept = retained(&p);
     assert!(
         kept.iter().any(|k| k.contains("Widget A costs $19.99.")),
         "{kept:?}"
@@ -475,12 +479,7 @@ fn text_every_page_repeats_is_not_quoted() {
     );
     let p = project(&body);
     check_invariants(&body, &p);
-    let quotes: Vec<&str> = p
-        .evidence
-        .retained
-        .iter()
-        .map(|q| q.quote.as_str())
-        .collect();
+    let quotes = retained(&p);
     assert!(
         quotes.contains(&"Widget A costs $19.99 in the shop"),
         "{quotes:?}"
