@@ -79,7 +79,7 @@ pub struct ChunkFacts {
 /// occurs.
 #[derive(Debug, Default)]
 pub struct PageFacts {
-    /// One per chunk, in the order of [`chunks_of`].
+    /// One per chunk: the tree's chunks, then its read-backs' (as [`Reading::chunk_words`](crate::Reading::chunk_words) orders them).
     pub chunks: Vec<ChunkFacts>,
     /// Word hash to the number of quotable chunks that hold it.
     pub frequency: HashMap<u64, u32, Words>,

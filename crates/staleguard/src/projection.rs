@@ -50,7 +50,7 @@ pub struct ResultReport {
     pub call_id: Option<String>,
     /// The browser tool that produced it, as the request spells it.
     pub tool: String,
-    /// Short ID of the result (see [`receipt::observation_id`]).
+    /// Short ID of the result (see [`observation_id`](crate::receipt::observation_id)).
     pub observation_id: String,
     /// What the result is, after projection.
     pub status: Status,
