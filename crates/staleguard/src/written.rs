@@ -10,16 +10,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-/// Maps keyed by page text or its word hashes, which a page chooses: hashed with a random
-/// key, and fast.
-type Fast = ahash::RandomState;
-
 use crate::evidence::{chunks_of, line_of, Chunk, Limits, Quote, EVIDENCE_HEADER};
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
 use crate::session::Session;
 use crate::texts;
 use crate::transcript::{Item, Role, Transcript};
+
+/// Maps keyed by page text or its word hashes, which a page chooses: hashed with a random
+/// key, and fast.
+type Fast = ahash::RandomState;
 
 /// Quotes one collapsed page keeps at most: fewer, better quotes beat many weak ones, and
 /// every byte is read again on every later turn.
@@ -72,8 +72,7 @@ struct Kept<'t> {
     chunk: Chunk<'t>,
     /// Its line in the request.
     line: String,
-    /// The block it is written in: the step index of a collapsed page, or the item of a
-    /// follow-up target.
+    /// The block it is written in.
     block: Block,
 }
 
@@ -102,7 +101,7 @@ pub fn choose<'t>(
     let mut read_up_to = 0;
     let mut index = None;
     for event in &events.order {
-        let at = event.at();
+        let at = event.at().min(transcript.items.len());
         for item in transcript.items.get(read_up_to..at).unwrap_or_default() {
             if let Item::Text {
                 role: Role::User,
