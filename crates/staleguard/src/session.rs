@@ -309,6 +309,7 @@ pub struct Reading {
     facts: OnceLock<crate::evidence::PageFacts>,
     url_key: OnceLock<Arc<str>>,
     receipt: OnceLock<KeptReceipt>,
+    scores: std::sync::Mutex<Option<(u128, Arc<[u32]>)>>,
 }
 
 /// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
@@ -358,6 +359,7 @@ impl Reading {
             facts: OnceLock::new(),
             url_key: OnceLock::new(),
             receipt: OnceLock::new(),
+            scores: std::sync::Mutex::new(None),
         }
     }
 
@@ -373,6 +375,25 @@ impl Reading {
                 .map(|c| c.get(text));
             crate::evidence::PageFacts::of(texts, self.chunk_words(text))
         })
+    }
+
+    /// The evidence score of every chunk in the context whose hash is `context`: the one
+    /// kept for the last context it was asked in (a page is weighed in the same context on
+    /// every later turn), else `score`'s, kept from now on.
+    pub(crate) fn scores(&self, context: u128, score: impl FnOnce() -> Vec<u32>) -> Arc<[u32]> {
+        let kept = self.scores.lock().ok().and_then(|slot| {
+            slot.as_ref()
+                .filter(|(key, _)| *key == context)
+                .map(|(_, scores)| scores.clone())
+        });
+        if let Some(scores) = kept {
+            return scores;
+        }
+        let scores: Arc<[u32]> = score().into();
+        if let Ok(mut slot) = self.scores.lock() {
+            *slot = Some((context, scores.clone()));
+        }
+        scores
     }
 
     /// The page URL, normalised as evidence compares URLs; empty when it names none.

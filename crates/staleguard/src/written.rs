@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use crate::evidence::{chunks_of, line_of, Chunk, Limits, Quote, EVIDENCE_HEADER};
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
-use crate::session::Session;
+use crate::session::{Session, Step};
 use crate::texts;
 use crate::transcript::{Item, Role, Transcript};
 
@@ -97,6 +97,9 @@ pub fn choose<'t>(
         ..Chosen::default()
     };
     let mut task = Words::default();
+    // The task's text so far, hashed as it is read: with the model's words, the context a
+    // page's scores are kept for.
+    let mut task_hash = xxhash_rust::xxh3::Xxh3::new();
     let mut furniture = Furniture::default();
     let mut read_up_to = 0;
     let mut index = None;
@@ -109,6 +112,8 @@ pub fn choose<'t>(
             } = item
             {
                 task.add(text);
+                task_hash.update(text.as_bytes());
+                task_hash.update(&[0]);
             }
         }
         read_up_to = read_up_to.max(at);
@@ -118,6 +123,7 @@ pub fn choose<'t>(
                 let page = Page { step, next, until };
                 let context = Context {
                     task: &task,
+                    task_hash: task_hash.digest(),
                     furniture: &furniture,
                 };
                 let chosen = choose_for_page(transcript, session, page, context, &state);
@@ -140,6 +146,7 @@ pub fn choose<'t>(
 #[derive(Clone, Copy)]
 struct Context<'c> {
     task: &'c Words,
+    task_hash: u64,
     furniture: &'c Furniture,
 }
 
@@ -494,23 +501,43 @@ fn own_line(quote: &str) -> String {
     )
 }
 
-/// What the model wrote and did between transcript items `from` and `until`.
-fn model_words(transcript: &Transcript<'_>, from: usize, until: usize) -> Words {
-    let mut words = Words::default();
+/// The texts the model wrote and the arguments it sent between transcript items `from` and
+/// `until`.
+fn model_texts<'t>(
+    transcript: &'t Transcript<'_>,
+    from: usize,
+    until: usize,
+) -> impl Iterator<Item = &'t str> + 't {
     let window = transcript
         .items
         .get(from + 1..until.min(transcript.items.len()));
-    for item in window.unwrap_or_default() {
-        match item {
-            Item::Text {
-                role: Role::Assistant,
-                text,
-            } => words.add(text),
-            Item::Call(call) => words.add(&call.arguments),
-            _ => {}
-        }
+    window.unwrap_or_default().iter().filter_map(|item| match item {
+        Item::Text {
+            role: Role::Assistant,
+            text,
+        } => Some(text.as_ref()),
+        Item::Call(call) => Some(call.arguments.as_ref()),
+        _ => None,
+    })
+}
+
+/// What the model wrote and did between transcript items `from` and `until`.
+fn model_words(transcript: &Transcript<'_>, from: usize, until: usize) -> Words {
+    let mut words = Words::default();
+    for text in model_texts(transcript, from, until) {
+        words.add(text);
     }
     words
+}
+
+/// A hash of what the model wrote and did between transcript items `from` and `until`.
+fn model_hash(transcript: &Transcript<'_>, from: usize, until: usize) -> u64 {
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+    for text in model_texts(transcript, from, until) {
+        hash.update(text.as_bytes());
+        hash.update(&[0]);
+    }
+    hash.digest()
 }
 
 /// The quotes of the collapsed page `at`, as the step that superseded it left it: the
@@ -529,7 +556,6 @@ fn choose_for_page<'t>(
     if is_error_page(header.and_then(|h| h.url.as_deref())) {
         return Picked::none();
     }
-    let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // What the next page still shows is not lost yet; the same text is the same reading.
     let next = at.next.and_then(|n| session.steps.get(n));
     if next.is_some_and(|n| std::sync::Arc::ptr_eq(&n.reading, &page.reading)) {
@@ -545,21 +571,30 @@ fn choose_for_page<'t>(
                 .collect()
         })
         .unwrap_or_default();
-    let model = model_words(transcript, page.item, at.until);
+    let context_key = (u128::from(context.task_hash) << 64)
+        | u128::from(model_hash(transcript, page.item, at.until));
+    let scores = page.reading.scores(context_key, || {
+        let model = model_words(transcript, page.item, at.until);
+        page_scores(page, task, &model)
+    });
+    let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
+    let chunks: Vec<(Chunk<'t>, u32)> = chunks_of(page)
+        .zip(scores.iter().copied())
+        .filter(|(c, _)| c.facts.quotable && c.text != title && !next.contains(&c.facts.hash))
+        .filter(|(c, _)| !context.furniture.has(c))
+        .collect();
+    best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+}
+
+/// The score of every chunk of `page` against the user's `task` and what the `model` wrote
+/// and did after reading it: the rare words it shares with them, the first and last rows
+/// of a table, the section the URL points at, dates, short facts with numbers.
+fn page_scores(page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
+    let header = page.reading.header.as_ref();
     let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
     let section = section_of(url, chunks_of(page).map(|c| c.text));
-    // The section the agent went to (the URL's fragment) is what it read there.
-    let in_section: HashSet<u64, Fast> = chunks_of(page)
-        .enumerate()
-        .filter(|(i, _)| section.contains(i))
-        .map(|(_, c)| c.facts.hash)
-        .collect();
-    let chunks: Vec<Chunk<'t>> = chunks_of(page)
-        .filter(|c| c.facts.quotable && c.text != title && !next.contains(&c.facts.hash))
-        .filter(|c| !context.furniture.has(c))
-        .collect();
     let frequency = &page.reading.page_facts(page.text).frequency;
-    let score = |c: &Chunk<'_>| {
+    let score = |(i, c): (usize, Chunk<'_>)| {
         let matched: u32 = c
             .words
             .iter()
@@ -568,9 +603,9 @@ fn choose_for_page<'t>(
                 rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize)
             })
             .sum();
-        // The first and last rows of a table, the section the URL points at and dates are
-        // candidates of their own.
-        let end = if in_section.contains(&c.facts.hash) {
+        // The first and last rows of a table, the section the URL points at (what the
+        // agent went there to read) and dates are candidates of their own.
+        let end = if section.contains(&i) {
             MIN_PAGE_SCORE
         } else if c.candidate {
             MIN_PAGE_SCORE - 1
@@ -590,7 +625,7 @@ fn choose_for_page<'t>(
         };
         matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
     };
-    best(chunks, score, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+    chunks_of(page).enumerate().map(score).collect()
 }
 
 /// Chunks after a heading count as its section, up to this many.
@@ -728,23 +763,30 @@ fn choose_for_question<'t>(
     let mut candidates = candidates;
     // In page order, so ties break the same way on every run.
     candidates.sort_by(|a, b| (a.position, a.text).cmp(&(b.position, b.text)));
-    best(candidates, score, 2, MAX_QUOTES_PER_QUESTION, state)
+    let scored = candidates
+        .into_iter()
+        .map(|c| {
+            let s = score(&c);
+            (c, s)
+        })
+        .collect();
+    best(scored, 2, MAX_QUOTES_PER_QUESTION, state)
 }
 
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
 /// Ties go to the newer page, then to page order: deterministic.
 fn best<'t>(
-    chunks: Vec<Chunk<'t>>,
-    score: impl Fn(&Chunk<'_>) -> u32,
+    chunks: Vec<(Chunk<'t>, u32)>,
     min: u32,
     max: usize,
     state: &State<'_>,
 ) -> Picked<'t> {
-    let mut ranked: Vec<(u32, usize)> = chunks
+    let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
+    let mut ranked: Vec<(u32, usize)> = scores
         .iter()
         .enumerate()
-        .map(|(i, c)| (score(c), i))
+        .map(|(i, s)| (*s, i))
         .filter(|(s, i)| *s >= min && !state.has(&chunks[*i]))
         .collect();
     ranked.sort_by(|a, b| {
