@@ -511,14 +511,17 @@ fn model_texts<'t>(
     let window = transcript
         .items
         .get(from + 1..until.min(transcript.items.len()));
-    window.unwrap_or_default().iter().filter_map(|item| match item {
-        Item::Text {
-            role: Role::Assistant,
-            text,
-        } => Some(text.as_ref()),
-        Item::Call(call) => Some(call.arguments.as_ref()),
-        _ => None,
-    })
+    window
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|item| match item {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => Some(text.as_ref()),
+            Item::Call(call) => Some(call.arguments.as_ref()),
+            _ => None,
+        })
 }
 
 /// What the model wrote and did between transcript items `from` and `until`.
@@ -776,12 +779,7 @@ fn choose_for_question<'t>(
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
 /// Ties go to the newer page, then to page order: deterministic.
-fn best<'t>(
-    chunks: Vec<(Chunk<'t>, u32)>,
-    min: u32,
-    max: usize,
-    state: &State<'_>,
-) -> Picked<'t> {
+fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &State<'_>) -> Picked<'t> {
     let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
     let mut ranked: Vec<(u32, usize)> = scores
         .iter()
