@@ -12,10 +12,18 @@ pub fn is_failed(text: &str) -> bool {
     starts_with_failure(text) || has_error_section(text) || is_failed_batch(text)
 }
 
+/// `Unable to navigate` is Chrome DevTools MCP's refused navigation, which it does not flag
+/// as an error (`Unable to navigate in the selected page: net::ERR_CONNECTION_REFUSED ...`).
 fn starts_with_failure(text: &str) -> bool {
-    ["Error", "Not run:", "The user denied", "Action cancelled"]
-        .iter()
-        .any(|p| text.starts_with(p))
+    [
+        "Error",
+        "Not run:",
+        "The user denied",
+        "Action cancelled",
+        "Unable to navigate",
+    ]
+    .iter()
+    .any(|p| text.starts_with(p))
 }
 
 /// The seed system prefixes a repeated call with `Repeated call: ...`; the failure after it
@@ -105,6 +113,7 @@ mod tests {
         assert!(is_failed("Action cancelled by user"));
         assert!(!is_failed("Clicked. No Error here"));
         assert!(!is_failed(""));
+        assert!(is_failed("Unable to navigate in the selected page: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:8439/.\n## Pages\n1: 127.0.0.1 (chrome-error://chromewebdata/) [selected]"));
     }
 
     #[test]

@@ -114,8 +114,8 @@ pub fn rescope<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Co
 }
 
 /// Rewrites every ref token so that no format would read it as a ref:
-/// `ref=e5` becomes `ref:e5`, `@e5` becomes `(at)e5`, and a browser-use index `[33]<`
-/// becomes `(33)<`. Text without such tokens is borrowed unchanged.
+/// `ref=e5` becomes `ref:e5`, a Chrome DevTools MCP `uid=4_5` becomes `uid:4_5`, `@e5`
+/// becomes `(at)e5`, and a browser-use index `[33]<` becomes `(33)<`. Text without such tokens is borrowed unchanged.
 pub fn neutralise(text: &str) -> Cow<'_, str> {
     if !needs_work(text) {
         return Cow::Borrowed(text);
@@ -145,16 +145,25 @@ fn token_span(text: &str, at: usize) -> Option<(usize, usize)> {
     match rest.as_bytes().first()? {
         b'=' => {
             let start = at.checked_sub(3)?;
-            text.get(start..at)?
-                .eq_ignore_ascii_case("ref")
-                .then_some((start, at + 1))
+            let key = text.get(start..at)?;
+            (key.eq_ignore_ascii_case("ref")
+                || key.eq_ignore_ascii_case("uid") && uid_follows(rest))
+            .then_some((start, at + 1))
         }
         b'@' => at_ref(rest).map(|_| (at, at + 1)),
         _ => index_ref(rest).map(|(_, tail)| (at, text.len() - tail.len())),
     }
 }
 
-/// Writes the neutral form of a whole token: `ref=` (any case) becomes `ref:`, `@` becomes
+/// `=` and a digit: the start of a Chrome DevTools MCP uid (`uid=4_5`) after `uid`.
+fn uid_follows(from_equals: &str) -> bool {
+    from_equals
+        .as_bytes()
+        .get(1)
+        .is_some_and(u8::is_ascii_digit)
+}
+
+/// Writes the neutral form of a whole token: `ref=` or `uid=` (any case) becomes `ref:`, `@` becomes
 /// `(at)`, `[33]<` becomes `(33)<`.
 fn push_neutral(out: &mut String, token: &str) {
     if let Some(index) = token.strip_prefix('[') {
@@ -197,6 +206,9 @@ pub fn has_ref_token(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     lower.contains("[ref=")
         || lower.contains("ref=")
+        || lower
+            .match_indices("uid=")
+            .any(|(i, _)| uid_follows(&lower[i + 3..]))
         || text
             .match_indices('@')
             .any(|(i, _)| at_ref(&text[i..]).is_some())
@@ -217,6 +229,13 @@ mod tests {
         assert_eq!(neutralise("click @e4 now"), "click (at)e4 now");
         assert_eq!(neutralise("[33]<button>"), "(33)<button>");
         assert_eq!(
+            neutralise("uid=4_5 button, UID=12_0"),
+            "uid:4_5 button, UID:12_0"
+        );
+        assert_eq!(neutralise("uid=x fluid=a"), "uid=x fluid=a");
+        assert!(has_ref_token("  uid=1_10 link \"Home\""));
+        assert!(!has_ref_token("uid=abc, uid:4_5"));
+        assert_eq!(
             neutralise("ada@example.com [x] [12] °C"),
             "ada@example.com [x] [12] °C"
         );
@@ -227,10 +246,11 @@ mod tests {
         let mut out = String::new();
         let mut rest = text;
         while let Some(c) = rest.chars().next() {
-            if rest
-                .get(..4)
-                .is_some_and(|h| h.eq_ignore_ascii_case("ref="))
-            {
+            let key = rest.get(..4);
+            let is_ref = key.is_some_and(|h| h.eq_ignore_ascii_case("ref="));
+            let is_uid = key.is_some_and(|h| h.eq_ignore_ascii_case("uid="))
+                && rest.as_bytes().get(4).is_some_and(u8::is_ascii_digit);
+            if is_ref || is_uid {
                 out.push_str(&rest[..3]);
                 out.push(':');
                 rest = &rest[4..];
@@ -250,13 +270,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn jumping_agrees_with_char_by_char(s in "(ref=|REF=|rEf|=|@e1|@|\\[12\\]<|\\[|\\]<|1|e|é|x|\\PC)*") {
+        fn jumping_agrees_with_char_by_char(s in "(ref=|REF=|rEf|uid=|UiD=4|uid|_|=|@e1|@|\\[12\\]<|\\[|\\]<|1|e|é|x|\\PC)*") {
             let (fast, slow) = (neutralise(&s), neutralise_by_char(&s));
             prop_assert_eq!(fast.as_ref(), slow.as_str());
         }
 
         #[test]
-        fn output_never_holds_a_ref_token(s in ".*", t in "(\\[ref=e[0-9]{1,3}\\]|@e[0-9]|\\[[0-9]{1,2}\\]<|ref=| |x|\\[|@|<|é)*") {
+        fn output_never_holds_a_ref_token(s in ".*", t in "(\\[ref=e[0-9]{1,3}\\]|uid=[0-9]_[0-9]|@e[0-9]|\\[[0-9]{1,2}\\]<|ref=| |x|\\[|@|<|é)*") {
             let joined = format!("{s}{t}{s}");
             let out = neutralise(&joined);
             prop_assert!(!has_ref_token(&out), "{:?} -> {:?}", joined, out);

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 pub mod agent_browser;
 pub mod ankita;
 pub mod aria;
+pub mod cdmcp;
 mod pw_common;
 pub mod pw_legacy;
 pub mod pw_page;
@@ -218,6 +219,7 @@ pub static FORMATS: &[&dyn ObservationFormat] = &[
     &pw_legacy::PlaywrightLegacy,
     &ankita::Ankita,
     &agent_browser::AgentBrowser,
+    &cdmcp::ChromeDevTools,
 ];
 
 /// Parses `text` with the first format that recognises it.

@@ -26,6 +26,10 @@ const SAMPLES: &[(&str, &str)] = &[
         agent_browser::NAME,
         "--- AGENT_BROWSER_PAGE_CONTENT nonce=0a origin=https://example.com ---\n- heading \"Example Domain\" [level=1, ref=e1]\n- StaticText \"It’s 20 °C\"\n- textbox \"Email\" [required, ref=e3]: ada@example.com\n- generic \"Card\" [ref=e5] clickable [cursor:pointer]\n--- END_AGENT_BROWSER_PAGE_CONTENT nonce=0a ---",
     ),
+    (
+        cdmcp::NAME,
+        "Successfully clicked on the element\nPage navigated to http://127.0.0.1:8431/order/done.html.\n## Latest page snapshot\nuid=7_0 RootWebArea \"Order placed\" url=\"http://127.0.0.1:8431/order/done.html\"\n  uid=7_1 heading \"3 results for \"home battery\"\" level=\"1\"\n  uid=7_2 \"It’s 20 °C\"\n  uid=7_4 form\n    uid=7_5 button \"Cancel this order\" focusable focused\n    uid=7_6 checkbox \"Weekly digest\" checked\n\n",
+    ),
 ];
 
 #[test]
@@ -44,7 +48,8 @@ fn dispatch_picks_the_right_format() {
             pw_page_state::NAME,
             pw_legacy::NAME,
             ankita::NAME,
-            agent_browser::NAME
+            agent_browser::NAME,
+            cdmcp::NAME
         ]
     );
 }

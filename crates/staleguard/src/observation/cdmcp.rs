@@ -1,0 +1,603 @@
+//! Chrome DevTools MCP (`chrome-devtools-mcp`, Google) results: message lines, then `## `
+//! sections in a fixed order (`## Opened pages`, `## Pages`, `## Latest page snapshot`).
+//!
+//! ```text
+//! Successfully clicked on the element
+//! Page navigated to http://127.0.0.1:8431/order/done.html.
+//! ## Latest page snapshot
+//! uid=7_0 RootWebArea "Order placed" url="http://127.0.0.1:8431/order/done.html"
+//!   uid=7_1 heading "Order placed" level="1"
+//!   uid=7_2 "Confirmation number: WX-1001"
+//!   uid=7_5 button "Cancel this order" focusable focused
+//! ```
+//!
+//! A snapshot line is `<2 spaces per depth>uid=<N_M>[ role][ "name"][ attributes]`; a line
+//! without a role is a text node. Names are not escaped, so the name ends at the first `"`
+//! after which the rest reads as attributes. A uid persists across snapshots of one
+//! document, so fingerprints leave uids (and focus) out. A result without a snapshot is a
+//! page report when it names a page (`Page navigated to <url>.`, `Successfully navigated to
+//! <url>.`, `## Pages`, `## Opened pages`); action results such as `Successfully filled out
+//! the element` name none.
+
+use std::borrow::Cow;
+
+use super::aria::{is_control_role, lines, Line};
+use super::{Control, ElementRef, Node, Observation, ObservationFormat, Tab, TreeKind};
+
+/// Name of this format.
+pub const NAME: &str = "chrome-devtools-mcp";
+
+const SNAPSHOT: &str = "## Latest page snapshot";
+const PAGES: &str = "## Pages";
+const OPENED: &str = "## Opened pages";
+/// Message lines that name the page the action led to; the URL follows, then `.`.
+const NAVIGATED: &[&str] = &[
+    "Page navigated to ",
+    "Successfully navigated to ",
+    "Successfully navigated back to ",
+    "Successfully navigated forward to ",
+];
+/// Attributes that are focus, not page state: left out of controls and fingerprints.
+const FOCUS: &[&str] = &["focused", "focusable"];
+/// Roles whose name is page text: headings and cells are evidence chunks. Link names are
+/// not (as in the Playwright formats, where a link is text only inside a paragraph or list
+/// item): on these flat trees they are navigation, and as quotes of their own they would
+/// push the page's facts out under the evidence item cap.
+const NAMED_TEXT_ROLES: &[&str] = &[
+    "heading",
+    "cell",
+    "gridcell",
+    "columnheader",
+    "rowheader",
+    "caption",
+];
+
+/// Detector for Chrome DevTools MCP results.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChromeDevTools;
+
+impl ObservationFormat for ChromeDevTools {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        read(text, true)
+    }
+
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        read(text, false)
+    }
+}
+
+/// Where a line of the result is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Messages,
+    Pages,
+    Opened,
+    Other,
+}
+
+/// Reads the result; with `full`, the snapshot's refs, controls, chunks and nodes too
+/// (otherwise its refs are only counted).
+fn read(text: &str, full: bool) -> Option<Observation<'_>> {
+    let mut obs = Observation::new(NAME, TreeKind::Report);
+    let (mut section, mut named) = (Section::Messages, false);
+    let (mut opened, mut action_end) = (Vec::new(), None);
+    let mut snapshot = None;
+    for line in lines(text) {
+        let t = line.text.trim_end();
+        if t.starts_with("## ") {
+            action_end.get_or_insert(line.start);
+            if t == SNAPSHOT {
+                snapshot = Some(line.next);
+                break;
+            }
+            section = match t {
+                PAGES => Section::Pages,
+                OPENED => Section::Opened,
+                _ => Section::Other,
+            };
+            continue;
+        }
+        match section {
+            Section::Messages => {
+                if let Some(url) = navigated_url(t) {
+                    obs.url = Some(Cow::Borrowed(url));
+                    named = true;
+                }
+            }
+            Section::Pages => obs.tabs.extend(page_line(t, true)),
+            Section::Opened => opened.extend(page_line(t, false)),
+            Section::Other => {}
+        }
+    }
+    if obs.tabs.is_empty() {
+        obs.tabs = opened;
+    }
+    if let Some(tab) = obs.current_tab().cloned() {
+        obs.url = Some(tab.url);
+        obs.title = Some(tab.title).filter(|t| !t.is_empty());
+    }
+    obs.action = text
+        .get(..action_end.unwrap_or(text.len()))
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(Cow::Borrowed);
+    match snapshot {
+        Some(start) => read_snapshot(text, start, full, &mut obs)?,
+        None if named || !obs.tabs.is_empty() => {}
+        None => return None,
+    }
+    Some(obs)
+}
+
+/// The URL of `Page navigated to <url>.` and its kin.
+fn navigated_url(line: &str) -> Option<&str> {
+    let rest = NAVIGATED.iter().find_map(|p| line.strip_prefix(p))?;
+    let url = rest.strip_suffix('.').unwrap_or(rest).trim();
+    (!url.is_empty() && !url.contains(' ')).then_some(url)
+}
+
+/// `1: Title (url) [selected]`, `1: about:blank [selected]`: a page the server lists.
+/// `selectable` is false for `## Opened pages`, which does not change the selected page.
+fn page_line(line: &str, selectable: bool) -> Option<Tab<'_>> {
+    let (index, rest) = line.split_once(": ")?;
+    let index: u32 = index.trim().parse().ok()?;
+    let (rest, selected) = match rest.trim_end().strip_suffix(" [selected]") {
+        Some(r) => (r, selectable),
+        None => (rest.trim_end(), false),
+    };
+    let (title, url) = match rest.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
+        Some((title, url)) => (title, url),
+        None => ("", rest),
+    };
+    Some(Tab {
+        index,
+        title: Cow::Borrowed(title),
+        url: Cow::Borrowed(url),
+        current: selected,
+    })
+}
+
+/// Reads the snapshot that starts at byte `start`. The root line names the page; the
+/// tree runs to the end of the text. `None` when no line carries a uid: no snapshot.
+fn read_snapshot<'a>(
+    text: &'a str,
+    start: usize,
+    full: bool,
+    obs: &mut Observation<'a>,
+) -> Option<()> {
+    let tree = text.get(start..)?;
+    let mut it = lines(tree).filter(|l| !l.text.trim().is_empty());
+    let first = it.next()?;
+    let root = node_line(first.text)?;
+    obs.kind = TreeKind::Full;
+    obs.tree = Some(tree);
+    obs.title = root.name.map(Cow::Borrowed).or(obs.title.take());
+    obs.url = root.attr("url").map(Cow::Borrowed).or(obs.url.take());
+    if !full {
+        obs.counted_refs = 1 + it.filter(|l| node_line(l.text).is_some()).count();
+        return Some(());
+    }
+    obs.nodes.reserve(tree.len() / 32);
+    let mut run = TextRun::default();
+    for line in std::iter::once(first).chain(it) {
+        add_line(line, &mut run, obs);
+    }
+    run.flush(obs);
+    Some(())
+}
+
+/// Consecutive sibling text nodes: the pieces of what a reader sees as paragraphs and table
+/// rows. The server prints neither paragraphs nor tables, only their text nodes, so a
+/// sentence split by a `<strong>` and a 300-row table come out as flat lines.
+#[derive(Default)]
+struct TextRun<'a> {
+    indent: u32,
+    pieces: Vec<Cow<'a, str>>,
+}
+
+impl<'a> TextRun<'a> {
+    /// Adds a text node at `indent`; a node at another depth starts a new run.
+    fn push(&mut self, indent: u32, text: &'a str, obs: &mut Observation<'a>) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if indent != self.indent {
+            self.flush(obs);
+            self.indent = indent;
+        }
+        // Inline markup splits a sentence where its spaces are: "fell to " | "$1,140".
+        let joins = self.pieces.last().is_some_and(|p| {
+            p.ends_with(char::is_whitespace) || text.starts_with(char::is_whitespace)
+        });
+        match self.pieces.last_mut() {
+            Some(last) if joins => last.to_mut().push_str(text),
+            _ => self.pieces.push(Cow::Borrowed(text)),
+        }
+    }
+
+    /// Turns the run into chunks: a stretch of pieces that repeats a shape every `k`
+    /// pieces (`P-0001` | `Hinge 40 mm` | `$1.72`) is a table, one chunk per row, whose
+    /// first and last rows are candidates of their own.
+    fn flush(&mut self, obs: &mut Observation<'a>) {
+        let pieces = std::mem::take(&mut self.pieces);
+        let shapes: Vec<Shape> = pieces.iter().map(|p| shape(p)).collect();
+        let mut at = 0;
+        while at < pieces.len() {
+            let Some((k, rows)) = table_at(&shapes, at) else {
+                obs.chunks.extend(pieces.get(at).cloned());
+                at += 1;
+                continue;
+            };
+            let first = obs.chunks.len();
+            for row in pieces.get(at..at + k * rows).unwrap_or_default().chunks(k) {
+                let joined: Vec<&str> = row.iter().map(|p| p.trim()).collect();
+                obs.chunks.push(Cow::Owned(joined.join(" ")));
+            }
+            let numbered: Vec<usize> = (first..obs.chunks.len())
+                .filter(|&i| obs.chunks[i].bytes().any(|b| b.is_ascii_digit()))
+                .collect();
+            obs.table_ends.extend(numbered.first());
+            obs.table_ends
+                .extend(numbered.last().filter(|_| numbered.len() > 1));
+            at += k * rows;
+        }
+    }
+}
+
+/// What a piece of text looks like, coarsely: its first character's class and whether it
+/// holds a digit. Cells of one column share it.
+type Shape = (char, bool);
+
+fn shape(text: &str) -> Shape {
+    let first = match text.trim_start().chars().next() {
+        Some(c) if c.is_uppercase() => 'A',
+        Some(c) if c.is_alphabetic() => 'a',
+        Some(c) if c.is_ascii_digit() => '9',
+        Some(c) => c,
+        None => ' ',
+    };
+    (first, text.bytes().any(|b| b.is_ascii_digit()))
+}
+
+/// Widest rows a flat table is looked for with.
+const MAX_COLUMNS: usize = 6;
+
+/// The row width and row count of a table starting at `at`: at least two rows whose
+/// pieces repeat the shapes of the row before, and whose shapes are not all alike (then
+/// any width would do, and nothing says where a row ends).
+fn table_at(shapes: &[Shape], at: usize) -> Option<(usize, usize)> {
+    (2..=MAX_COLUMNS).find_map(|k| {
+        let row = shapes.get(at..at + k)?;
+        if row.iter().all(|s| *s == row[0]) {
+            return None;
+        }
+        let repeats = (at..)
+            .take_while(|&i| i + k < shapes.len() && shapes[i] == shapes[i + k])
+            .count();
+        let rows = (repeats + k) / k;
+        (repeats >= k).then_some((k, rows))
+    })
+}
+
+/// One snapshot line: the node's ref, control, chunks and canonical node.
+fn add_line<'a>(line: Line<'a>, run: &mut TextRun<'a>, obs: &mut Observation<'a>) {
+    let body = line.text.trim_start();
+    let indent = u32::try_from(line.text.len() - body.len()).unwrap_or(u32::MAX);
+    let Some(node) = node_line(line.text) else {
+        // A name that ran over a line break: its text still counts.
+        obs.nodes.push(node_of(indent, &[(b't', body)]));
+        return;
+    };
+    let role = node.role.unwrap_or("");
+    let name = node.name.unwrap_or("");
+    obs.refs.push(ElementRef {
+        id: Cow::Borrowed(node.uid),
+        role: Cow::Borrowed(if role.is_empty() { "StaticText" } else { role }),
+        name: Cow::Borrowed(name),
+    });
+    let mut states: Vec<&str> = Vec::new();
+    let mut parts: Vec<(u8, &str)> = vec![(b'r', role), (b'n', name)];
+    for (key, value) in &node.attrs {
+        if FOCUS.contains(key) {
+            continue;
+        }
+        match value {
+            Some(v) => parts.extend([(b'k', *key), (b'v', *v)]),
+            None => parts.push((b'a', *key)),
+        }
+        if value.is_none() {
+            states.push(key);
+        }
+    }
+    obs.nodes.push(node_of(indent, &parts));
+    if is_control_role(role) {
+        states.sort_unstable();
+        obs.controls.push(Control {
+            role: Cow::Borrowed(role),
+            name: Cow::Borrowed(name),
+            value: node.attr("value").map(Cow::Borrowed),
+            states: states.into_iter().map(Cow::Borrowed).collect(),
+        });
+    }
+    if role.is_empty() {
+        return run.push(indent, name, obs);
+    }
+    run.flush(obs);
+    if !name.trim().is_empty() && NAMED_TEXT_ROLES.contains(&role) {
+        obs.chunks.push(Cow::Borrowed(name));
+    }
+}
+
+/// A canonical node: its depth and a hash of its tagged, length-prefixed parts. The uid is
+/// not among them, so a re-snapshot of the same page hashes alike.
+fn node_of(indent: u32, parts: &[(u8, &str)]) -> Node {
+    let mut bytes = Vec::with_capacity(64);
+    for (tag, part) in parts {
+        bytes.push(*tag);
+        bytes.extend_from_slice(&u32::try_from(part.len()).unwrap_or(u32::MAX).to_le_bytes());
+        bytes.extend_from_slice(part.as_bytes());
+    }
+    Node {
+        indent,
+        id: 0,
+        unchanged: false,
+        hash: xxhash_rust::xxh3::xxh3_128(&bytes),
+    }
+}
+
+/// A parsed snapshot line.
+#[derive(Debug, PartialEq, Eq)]
+struct NodeLine<'a> {
+    uid: &'a str,
+    role: Option<&'a str>,
+    name: Option<&'a str>,
+    /// `key="value"` attributes and bare boolean words (`None`), in printed order.
+    attrs: Vec<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> NodeLine<'a> {
+    fn attr(&self, key: &str) -> Option<&'a str> {
+        self.attrs.iter().find(|(k, _)| *k == key).and_then(|a| a.1)
+    }
+}
+
+/// Parses `uid=<N_M>[ role][ "name"][ attrs]` (after any indent).
+fn node_line(line: &str) -> Option<NodeLine<'_>> {
+    let rest = line.trim().strip_prefix("uid=")?;
+    let uid_end = rest.find(' ').unwrap_or(rest.len());
+    let (uid, mut rest) = rest.split_at(uid_end);
+    if !is_uid(uid) {
+        return None;
+    }
+    // `rest` keeps the space before each part: attributes start with one.
+    let mut role = None;
+    if let Some(r) = rest.strip_prefix(' ').filter(|r| !r.starts_with('"')) {
+        let end = r.find(' ').unwrap_or(r.len());
+        role = r.get(..end);
+        rest = r.get(end..).unwrap_or("");
+    }
+    let (name, rest) = match rest.strip_prefix(" \"") {
+        Some(quoted) => {
+            let (name, tail) = split_name(quoted)?;
+            (Some(name), tail)
+        }
+        None => (None, rest),
+    };
+    Some(NodeLine {
+        uid,
+        role,
+        name,
+        attrs: attributes(rest)?,
+    })
+}
+
+/// `<digits>_<digits>`: how the server numbers nodes.
+pub fn is_uid(id: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    id.split_once('_')
+        .is_some_and(|(a, b)| digits(a) && digits(b))
+}
+
+/// Splits an unescaped name from the attributes after it: the name ends at the first `"`
+/// after which the rest of the line reads as attributes.
+fn split_name(quoted: &str) -> Option<(&str, &str)> {
+    quoted.match_indices('"').find_map(|(i, _)| {
+        let tail = quoted.get(i + 1..)?;
+        let attrs_ok = tail.is_empty() || (tail.starts_with(' ') && attributes(tail).is_some());
+        attrs_ok.then(|| (quoted.get(..i).unwrap_or(""), tail))
+    })
+}
+
+/// Reads ` key="value"` and ` word` items to the end; `None` when the rest is not that.
+fn attributes(mut rest: &str) -> Option<Vec<(&str, Option<&str>)>> {
+    let mut attrs = Vec::new();
+    while !rest.is_empty() {
+        rest = rest.strip_prefix(' ')?;
+        let key_len = rest
+            .bytes()
+            .position(|b| !b.is_ascii_lowercase())
+            .unwrap_or(rest.len());
+        let key = rest.get(..key_len).filter(|k| !k.is_empty())?;
+        rest = rest.get(key_len..)?;
+        match rest.strip_prefix("=\"") {
+            Some(value) => {
+                // The value ends at a `"` followed by a space or the end of the line.
+                let end = value.match_indices('"').map(|(i, _)| i).find(|&i| {
+                    let after = value.get(i + 1..).unwrap_or("");
+                    after.is_empty() || after.starts_with(' ')
+                })?;
+                attrs.push((key, Some(value.get(..end)?)));
+                rest = value.get(end + 1..)?;
+            }
+            None if rest.is_empty() || rest.starts_with(' ') => attrs.push((key, None)),
+            None => return None,
+        }
+    }
+    Some(attrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// order_inline.openai.json, call_9.
+    const DONE: &str = "Successfully clicked on the element
+Page navigated to http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue.
+## Latest page snapshot
+uid=7_0 RootWebArea \"Order placed\" url=\"http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue\"
+  uid=7_1 heading \"Order placed\" level=\"1\"
+  uid=7_2 \"Confirmation number: WX-1001 (3 x Blue, total $64.50)\"
+  uid=7_4 form
+    uid=7_5 button \"Cancel this order\" focusable focused
+  uid=7_7 link \"Place another order\" url=\"http://127.0.0.1:8431/order/form.html\"
+
+";
+
+    fn parse(text: &str) -> Option<Observation<'_>> {
+        ChromeDevTools.parse(text)
+    }
+
+    #[test]
+    fn snapshot_with_action() {
+        let obs = parse(DONE).unwrap();
+        assert_eq!((obs.format, obs.kind), (NAME, TreeKind::Full));
+        assert_eq!(obs.title.as_deref(), Some("Order placed"));
+        assert_eq!(
+            obs.url.as_deref(),
+            Some("http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue")
+        );
+        assert!(obs
+            .action
+            .as_deref()
+            .unwrap()
+            .starts_with("Successfully clicked"));
+        let refs = obs.ref_triples();
+        assert_eq!(refs.len(), 6);
+        assert_eq!(refs[4], ("7_5", "button", "Cancel this order"));
+        assert_eq!(refs[2].1, "StaticText");
+        assert_eq!(
+            obs.chunks,
+            [
+                "Order placed",
+                "Confirmation number: WX-1001 (3 x Blue, total $64.50)",
+            ]
+        );
+        let button = &obs.controls[0];
+        assert!(button.states.is_empty(), "focus is no state");
+        let header = ChromeDevTools.parse_header(DONE).unwrap();
+        assert_eq!((header.kind, header.ref_count()), (TreeKind::Full, 6));
+    }
+
+    /// research (battery-prices-2024.html) and long_page, shortened.
+    const ARTICLE: &str = "## Latest page snapshot
+uid=4_0 RootWebArea \"Prices\" url=\"http://x.test/a\"
+  uid=4_2 \"By Mara Okafor. Published 12 November 2024.\"
+  uid=4_3 \"The average installed price fell to \"
+  uid=4_4 \"$1,140 per kWh\"
+  uid=4_5 \" in the third quarter of 2024.\"
+  uid=4_7 \"Quarter\"
+  uid=4_8 \"Price per kWh\"
+  uid=4_10 \"Q3 2023\"
+  uid=4_11 \"$1,320\"
+  uid=4_13 \"Q1 2024\"
+  uid=4_14 \"$1,250\"
+  uid=4_16 \"Q3 2024\"
+  uid=4_17 \"$1,140\"
+  uid=4_20 \"The survey's next edition is due on 20 May 2025.\"
+  uid=4_21 link \"Back to results\" url=\"http://x.test/r\"
+";
+
+    #[test]
+    fn sentences_and_flat_tables_read_as_a_reader_sees_them() {
+        let obs = parse(ARTICLE).unwrap();
+        assert_eq!(
+            obs.chunks,
+            [
+                "By Mara Okafor. Published 12 November 2024.",
+                "The average installed price fell to $1,140 per kWh in the third quarter of 2024.",
+                "Quarter",
+                "Price per kWh",
+                "Q3 2023 $1,320",
+                "Q1 2024 $1,250",
+                "Q3 2024 $1,140",
+                "The survey's next edition is due on 20 May 2025.",
+            ]
+        );
+        assert_eq!(obs.table_ends, [4, 6]);
+        assert_eq!(obs.refs.len(), 15, "every node keeps its uid");
+    }
+
+    #[test]
+    fn unescaped_names() {
+        let line = "  uid=3_1 heading \"3 results for \"home battery\"\" level=\"1\"";
+        let node = node_line(line).unwrap();
+        assert_eq!(node.name, Some("3 results for \"home battery\""));
+        assert_eq!(node.attrs, [("level", Some("1"))]);
+        let quote = "uid=4_19 \"\"The drop,\" said Dr. Lena Fenwick.\"";
+        let node = node_line(quote).unwrap();
+        assert_eq!(node.name, Some("\"The drop,\" said Dr. Lena Fenwick."));
+        let text = node_line("uid=1_9 alert atomic live=\"assertive\" relevant=\"additions text\"");
+        assert_eq!(
+            text.unwrap().attrs,
+            [
+                ("atomic", None),
+                ("live", Some("assertive")),
+                ("relevant", Some("additions text"))
+            ]
+        );
+        assert!(node_line("uid=x button \"a\"").is_none());
+        assert!(node_line("- button \"a\" [ref=e1]").is_none());
+    }
+
+    #[test]
+    fn uids_and_focus_leave_the_fingerprint_alone() {
+        let renumbered = DONE
+            .replace("uid=7_", "uid=9_")
+            .replace(" focusable focused", "");
+        let (a, b) = (parse(DONE).unwrap(), parse(&renumbered).unwrap());
+        assert_eq!(a.nodes, b.nodes);
+        let checked = DONE.replace("Cancel this order\"", "Cancel this order\" disabled");
+        assert_ne!(a.nodes, parse(&checked).unwrap().nodes);
+    }
+
+    #[test]
+    fn page_reports() {
+        let navigated =
+            parse("Successfully clicked on the element\nPage navigated to http://x.test/a.html.")
+                .unwrap();
+        assert_eq!(
+            (navigated.kind, navigated.url.as_deref()),
+            (TreeKind::Report, Some("http://x.test/a.html"))
+        );
+        let pages = parse("Successfully navigated back to http://x.test/b.\n## Pages\n1: Links (http://x.test/l) \n2: Sheet (http://x.test/s) [selected]").unwrap();
+        assert_eq!(pages.tabs.len(), 2);
+        assert_eq!(
+            (pages.url.as_deref(), pages.title.as_deref()),
+            (Some("http://x.test/s"), Some("Sheet"))
+        );
+        let blank = parse("## Pages\n1: about:blank [selected]").unwrap();
+        assert_eq!(
+            (blank.url.as_deref(), blank.title),
+            (Some("about:blank"), None)
+        );
+        let opened = parse(
+            "Successfully clicked on the element\n## Opened pages\n2: Sheet (http://x.test/s)",
+        )
+        .unwrap();
+        assert_eq!((opened.tabs.len(), opened.current_tab()), (1, None));
+        for other in [
+            "Successfully filled out the element",
+            "Successfully pressed key: Enter",
+            "Error: Element uid \"6_5\" not found on page 1.",
+            "### Page\n- Page URL: http://x.test/\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```",
+            "## Latest page snapshot\n- button \"Buy\" [ref=e1]",
+            "",
+        ] {
+            assert!(parse(other).is_none(), "{other}");
+        }
+    }
+}
