@@ -182,21 +182,9 @@ fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
 fn proposed_call(call: &str) -> Result<(String, String), Failure> {
     let v: serde_json::Value = serde_json::from_str(call)
         .map_err(|e| Failure::from(format!("--call is not JSON: {e}")))?;
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let (name, arguments) = if let Some(f) = v.get("function") {
-        (f.get("name"), f.get("arguments").map(text))
-    } else if v.get("type").and_then(|t| t.as_str()) == Some("tool_use") {
-        (v.get("name"), v.get("input").map(text))
-    } else {
-        (v.get("name"), v.get("arguments").map(text))
-    };
-    let name = name.and_then(|n| n.as_str()).ok_or_else(|| {
+    staleguard::guard::proposed_call(&v).ok_or_else(|| {
         Failure::from("--call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".to_string())
-    })?;
-    Ok((name.to_string(), arguments.unwrap_or_else(|| "{}".into())))
+    })
 }
 
 /// Reads the body and config; compaction is on for these commands.

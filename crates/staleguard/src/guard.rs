@@ -69,6 +69,26 @@ fn describes(description: &str, element: &Element) -> bool {
     !name.is_empty() && description.contains(name.as_str())
 }
 
+/// The tool name and JSON arguments of one call as a request format writes it: an OpenAI
+/// `tool_calls` entry, an Anthropic `tool_use` block or a Responses `function_call` item.
+/// `None` when it names no tool. For hosts that take a proposed call from outside (the
+/// CLI's `check-call`, the Python package's `check_call`).
+pub fn proposed_call(call: &Value) -> Option<(String, String)> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let (name, arguments) = if let Some(f) = call.get("function") {
+        (f.get("name"), f.get("arguments").map(text))
+    } else if call.get("type").and_then(Value::as_str) == Some("tool_use") {
+        (call.get("name"), call.get("input").map(text))
+    } else {
+        (call.get("name"), call.get("arguments").map(text))
+    };
+    let name = name?.as_str()?.to_string();
+    Some((name, arguments.unwrap_or_else(|| "{}".into())))
+}
+
 /// Asks the guard about a call proposed after the whole `transcript`.
 pub fn check(transcript: &Transcript<'_>, name: &str, arguments: &str, config: &Config) -> Verdict {
     let tools = BrowserTools::new(&config.browser_tools);
