@@ -7,11 +7,12 @@
 //! A host names items with [`project_request_with`](crate::project_request_with) (or
 //! [`Options::explicit`](crate::Options::explicit)) and reads the outcome in
 //! [`Projection::evidence`](crate::Projection::evidence): [`EvidenceItem`] and
-//! [`EvidenceReport`] are re-exported at the crate root. The stages ([`gather`],
-//! [`select`], [`fit`]) are public for the pipeline's tests and benches; the CLI's `inspect`
+//! [`EvidenceReport`] are re-exported at the crate root. A collapsed page's own quotes are
+//! chosen when it collapses and written inside it (SPEC 9, C2); this module holds what that
+//! shares with the host's items: chunks, grounding, quote lines and notices, and the stages
+//! that ground and fit explicit items ([`gather`], [`select`], [`fit`]). The CLI's `inspect`
 //! prints [`Quote`]s.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -21,7 +22,6 @@ use crate::projection::{Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
 use crate::texts;
-use crate::transcript::{Item, Role, Transcript};
 use crate::urlnorm::normalise;
 
 pub use crate::texts::EVIDENCE_HEADER;
@@ -193,19 +193,10 @@ pub struct Limits {
     pub max_quote_bytes: usize,
 }
 
-/// What the model said and was asked, to rank chunks by use.
-#[derive(Debug, Default)]
-pub struct Context<'t> {
-    /// Assistant text and tool-call arguments, with their positions.
-    pub model_text: Vec<(usize, &'t str)>,
-    /// The newest user message.
-    pub question: &'t str,
-}
-
-/// Ranked candidates before the request budget is applied.
+/// The host's quotes that grounded, before the request budget is applied.
 #[derive(Debug, Default)]
 pub struct Selection {
-    /// Quotes within the caps: grounded explicit items, then ranked chunks.
+    /// Grounded explicit items within the caps.
     pub quotes: Vec<Quote>,
     /// Over the per-quote limit: refused whole.
     pub refused: Vec<Quote>,
@@ -213,12 +204,11 @@ pub struct Selection {
     pub dropped: Vec<(EvidenceItem, DropReason)>,
 }
 
-/// A candidate quote, borrowed: from an explicit item or a ranked chunk. Only the quotes
-/// that are kept or refused become owned [`Quote`]s.
+/// A grounded explicit item, borrowed until it is kept or refused.
 struct Candidate<'c> {
     url: &'c str,
     /// `url`, normalised.
-    key: Cow<'c, str>,
+    key: String,
     observation: &'c str,
     text: &'c str,
 }
@@ -243,8 +233,8 @@ impl Candidate<'_> {
     }
 }
 
-/// Grounds explicit items in every chunk, ranks collapsed chunks, dedups and applies the
-/// caps.
+/// Grounds explicit items in every chunk, dedups them and applies the caps. The collapsed
+/// pages' own quotes are not chosen here: they are written inside them (SPEC 9, C2).
 pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
     let mut selection = Selection::default();
     let mut grounded = Vec::new();
@@ -256,23 +246,15 @@ pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Se
     }
     let explicit = grounded.iter().map(|q| Candidate {
         url: &q.source_url,
-        key: normalise(&q.source_url).into(),
+        key: normalise(&q.source_url),
         observation: &q.observation,
         text: &q.quote,
     });
-    let ranked = rank(&g.collapsed, &g.live, &g.context)
-        .into_iter()
-        .map(|c| Candidate {
-            url: c.url,
-            key: Cow::Borrowed(&*c.key),
-            observation: c.observation,
-            text: c.text,
-        });
-    let mut seen: HashSet<(Cow<'_, str>, &str), Fast> = HashSet::default();
+    let mut seen: HashSet<(String, &str), Fast> = HashSet::default();
     // Kept quotes with their sizes, in order.
     let mut kept: Vec<(Candidate<'_>, usize)> = Vec::new();
     let mut bytes = 0;
-    for candidate in explicit.chain(ranked) {
+    for candidate in explicit {
         if !seen.insert((candidate.key.clone(), candidate.text))
             || kept.iter().any(|(k, _)| candidate.is_inside(k))
         {
@@ -315,8 +297,8 @@ pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Se
     selection
 }
 
-/// Hashes the maps of ranking. Their keys are page text, which a hostile page chooses: the
-/// hasher is keyed at random (no crafted collisions) and fast on short keys.
+/// Hashes sets keyed by page text, which a hostile page chooses: the hasher is keyed at
+/// random (no crafted collisions) and fast on short keys.
 type Fast = ahash::RandomState;
 
 /// Maps keyed by word hashes ([`word_hashes`]): those are fixed-seed hashes of page text, so
@@ -348,181 +330,6 @@ fn ground<'t>(
         observation: item.observation.clone(),
         quote: item.quote.clone(),
     })
-}
-
-/// Chunks up to this many bytes are cells, labels and values.
-const SHORT_CHUNK: usize = 64;
-
-/// Words that occur in more chunks than this carry no weight: they do not single out a fact.
-const RARE_MAX_CHUNKS: usize = 5;
-
-/// Collapsed chunks, most useful first: used by the model later or sharing rare words
-/// with the question; then from more recent pages; then short chunks with numbers or IDs.
-/// Chunks still on the live page are left out: they are not stale.
-fn rank<'c, 't>(
-    unique: &'c [(usize, Chunk<'t>)],
-    live: &[Chunk<'t>],
-    context: &Context<'_>,
-) -> Vec<&'c Chunk<'t>> {
-    let live_keys: HashSet<(Arc<str>, &str), Fast> =
-        live.iter().map(|c| (c.key.clone(), c.text)).collect();
-    let frequency = document_frequency(unique.iter().map(|(_, c)| c).chain(live));
-    let question: HashSet<u64, Words> = word_hashes(context.question)
-        .into_vec()
-        .into_iter()
-        .collect();
-    let last_use = last_use(context);
-    let mut scores: Vec<u32> = unique
-        .iter()
-        .map(|&(oldest, ref chunk)| {
-            let words = chunk.words;
-            // The model may have used the fact after any copy of the chunk: count from the oldest.
-            let used = |w: u64| last_use.get(&w).is_some_and(|&at| at > oldest);
-            // What is asked now weighs more than what was used before.
-            relevance(words, &frequency, used)
-                + 3 * relevance(words, &frequency, |w| question.contains(&w))
-        })
-        .collect();
-    spread_to_neighbours(unique, &mut scores);
-    let mut order: Vec<usize> = (0..unique.len())
-        .filter(|&i| {
-            let c = &unique[i].1;
-            !c.text.trim().is_empty() && !live_keys.contains(&(c.key.clone(), c.text))
-        })
-        .collect();
-    // Highest score, then newest page, then short facts, then page order: deterministic.
-    order.sort_by(|&a, &b| {
-        let (ca, cb) = (&unique[a].1, &unique[b].1);
-        scores[b]
-            .cmp(&scores[a])
-            .then(cb.position.cmp(&ca.position))
-            .then(is_short_fact(cb.text).cmp(&is_short_fact(ca.text)))
-            .then(a.cmp(&b))
-    });
-    order.into_iter().map(|i| &unique[i].1).collect()
-}
-
-/// Weight of the rare `words` that `wanted` accepts: rarer words weigh more.
-fn relevance(
-    words: &[u64],
-    frequency: &HashMap<u64, usize, Words>,
-    wanted: impl Fn(u64) -> bool,
-) -> u32 {
-    words
-        .iter()
-        .filter(|w| wanted(**w))
-        .filter_map(|w| {
-            frequency
-                .get(w)
-                .copied()
-                .filter(|&df| df <= RARE_MAX_CHUNKS)
-        })
-        .map(|df| 1000 / df.max(1) as u32)
-        .sum()
-}
-
-/// A fact is often split over neighbouring short chunks (the cells of one table row, a label
-/// and its value): short chunks next to a relevant one, on the same page, get half its weight,
-/// and a quarter two chunks away.
-fn spread_to_neighbours(unique: &[(usize, Chunk<'_>)], scores: &mut [u32]) {
-    let base = scores.to_vec();
-    for (i, &score) in base.iter().enumerate().filter(|(_, s)| **s > 0) {
-        let page = &unique[i].1.observation;
-        for j in i.saturating_sub(2)..(i + 3).min(unique.len()) {
-            let neighbour = &unique[j].1;
-            if j != i && &neighbour.observation == page && neighbour.text.len() <= SHORT_CHUNK {
-                let share = if j.abs_diff(i) == 1 {
-                    score / 2
-                } else {
-                    score / 4
-                };
-                scores[j] = scores[j].max(share);
-            }
-        }
-    }
-}
-
-/// One entry per distinct (URL, text): the newest chunk, which names the observation (the
-/// newest observation's ID wins), with the position of the oldest copy. Built as chunks
-/// arrive, so repeated pages cost no memory.
-#[derive(Debug, Default)]
-struct Unique<'t> {
-    index: HashMap<(Arc<str>, &'t str), usize, Fast>,
-    chunks: Vec<(usize, Chunk<'t>)>,
-    /// The entries of each reading's chunks, in order: a page that recurs (the same text,
-    /// so the same reading) updates them without hashing its text again.
-    by_reading: HashMap<usize, Vec<usize>>,
-}
-
-impl<'t> Unique<'t> {
-    fn add_step(&mut self, step: &'t Step<'t>) {
-        let reading = Arc::as_ptr(&step.reading) as usize;
-        if let Some(entries) = self.by_reading.get(&reading) {
-            for (chunk, &i) in chunks_of(step).zip(entries) {
-                if let Some(entry) = self.chunks.get_mut(i) {
-                    update(entry, chunk);
-                }
-            }
-            return;
-        }
-        let entries = chunks_of(step).map(|c| self.add(c)).collect();
-        self.by_reading.insert(reading, entries);
-    }
-
-    fn add(&mut self, chunk: Chunk<'t>) -> usize {
-        match self.index.get(&(chunk.key.clone(), chunk.text)) {
-            Some(&i) => {
-                if let Some(entry) = self.chunks.get_mut(i) {
-                    update(entry, chunk);
-                }
-                i
-            }
-            None => {
-                let i = self.chunks.len();
-                self.index.insert((chunk.key.clone(), chunk.text), i);
-                self.chunks.push((chunk.position, chunk));
-                i
-            }
-        }
-    }
-}
-
-/// Another copy of an entry's chunk: the oldest position stays, the newest chunk wins.
-fn update<'t>((oldest, newest): &mut (usize, Chunk<'t>), chunk: Chunk<'t>) {
-    *oldest = (*oldest).min(chunk.position);
-    if chunk.position >= newest.position {
-        *newest = chunk;
-    }
-}
-
-/// For every word the model wrote (text or tool arguments), the last position it wrote it
-/// at: a chunk was used later when one of its words was written after it.
-fn last_use(context: &Context<'_>) -> HashMap<u64, usize, Words> {
-    let mut last = HashMap::default();
-    for (at, text) in &context.model_text {
-        for &w in word_hashes(text).iter() {
-            let slot = last.entry(w).or_insert(*at);
-            *slot = (*slot).max(*at);
-        }
-    }
-    last
-}
-
-/// In how many distinct chunks each word occurs.
-fn document_frequency<'c, 't: 'c>(
-    chunks: impl Iterator<Item = &'c Chunk<'t>>,
-) -> HashMap<u64, usize, Words> {
-    let mut seen: HashSet<&str, Fast> = HashSet::default();
-    let mut frequency = HashMap::default();
-    for chunk in chunks {
-        if !seen.insert(chunk.text) {
-            continue;
-        }
-        for &w in chunk.words {
-            *frequency.entry(w).or_insert(0) += 1;
-        }
-    }
-    frequency
 }
 
 /// Words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001` and `P-0237`
@@ -569,10 +376,6 @@ fn word_hash(w: &str) -> u64 {
     }
 }
 
-fn is_short_fact(text: &str) -> bool {
-    text.len() <= 200 && text.chars().any(|c| c.is_ascii_digit())
-}
-
 /// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
 pub fn line(quote: &Quote) -> String {
     line_of(&quote.source_url, &quote.observation, &quote.quote)
@@ -581,17 +384,10 @@ pub fn line(quote: &Quote) -> String {
 pub(crate) fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
     format!(
         r#"{{"source_url":{},"observation":{},"quote":{}}}"#,
-        json_string(&neutralise(source_url)),
-        json_string(observation),
-        json_string(&neutralise(quote))
+        crate::adapter::json_string(&neutralise(source_url)),
+        crate::adapter::json_string(observation),
+        crate::adapter::json_string(&neutralise(quote))
     )
-}
-
-/// `text` as a JSON string literal (quote lines are written for every kept quote on every
-/// request: no intermediate `Value`).
-pub(crate) fn json_string(text: &str) -> String {
-    // Serialising a `str` cannot fail; the fallback keeps that a fact of the types.
-    serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""))
 }
 
 /// The block: header, quote lines, notices.
@@ -666,68 +462,30 @@ pub fn fit(
     (None, report)
 }
 
-/// The chunks and context evidence needs from a request.
+/// The browser results explicit items ground in.
 #[derive(Debug, Default)]
 pub struct Gathered<'t> {
-    /// Chunks of collapsed observations, one per distinct URL and text, with the position of
-    /// the oldest copy.
-    collapsed: Vec<(usize, Chunk<'t>)>,
-    /// Chunks of the live page state.
-    live: Vec<Chunk<'t>>,
-    /// Every non-failed browser result, to ground explicit items in.
+    /// Every non-failed browser result.
     sources: Vec<&'t Step<'t>>,
-    /// What the model said and was asked.
-    pub context: Context<'t>,
 }
 
 impl<'t> Gathered<'t> {
-    /// Leaves only the host's explicit items to select: the collapsed pages' own quotes
-    /// are written inside them (SPEC 9, C2).
-    pub fn explicit_only(&mut self) {
-        self.collapsed.clear();
-    }
-
     /// Every chunk of every non-failed browser result.
     pub fn all(&self) -> impl Iterator<Item = Chunk<'t>> + '_ {
         self.sources.iter().flat_map(|step| chunks_of(step))
     }
 }
 
-/// Reads the chunks of every browser result the plan saw, and what the model said.
-pub fn gather<'t>(
-    transcript: &'t Transcript<'_>,
-    session: &'t Session<'t>,
-    plan: &Plan,
-) -> Gathered<'t> {
-    let mut g = Gathered::default();
-    let mut unique = Unique::default();
-    for (step, r) in session.steps.iter().zip(&plan.results) {
-        if r.status == Status::Failed {
-            continue;
-        }
-        g.sources.push(step);
-        match r.status {
-            Status::Collapsed => unique.add_step(step),
-            Status::Live => g.live.extend(chunks_of(step)),
-            _ => {}
-        }
-    }
-    g.collapsed = unique.chunks;
-    for (at, item) in transcript.items.iter().enumerate() {
-        match item {
-            Item::Text {
-                role: Role::Assistant,
-                text,
-            } => g.context.model_text.push((at, text)),
-            Item::Call(call) => g.context.model_text.push((at, &call.arguments)),
-            Item::Text {
-                role: Role::User,
-                text,
-            } => g.context.question = text,
-            _ => {}
-        }
-    }
-    g
+/// The browser results of `session` that the plan did not find failed.
+pub fn gather<'t>(session: &'t Session<'t>, plan: &Plan) -> Gathered<'t> {
+    let sources = session
+        .steps
+        .iter()
+        .zip(&plan.results)
+        .filter(|(_, r)| r.status != Status::Failed)
+        .map(|(step, _)| step)
+        .collect();
+    Gathered { sources }
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.

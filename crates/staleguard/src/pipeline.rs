@@ -264,8 +264,7 @@ fn add_evidence(
     explicit: &[EvidenceItem],
     target: usize,
 ) -> EvidenceReport {
-    let mut g = evidence::gather(request.transcript(), session, plan);
-    g.explicit_only();
+    let g = evidence::gather(session, plan);
     let limits = evidence::Limits {
         max_bytes: config.evidence_max_bytes,
         max_items: config.evidence_max_items,

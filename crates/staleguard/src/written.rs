@@ -326,8 +326,6 @@ pub struct Chosen<'t> {
     max_quote_bytes: usize,
 }
 
-type State<'t> = Chosen<'t>;
-
 impl<'t> Chosen<'t> {
     /// How many quotes were chosen.
     pub fn len(&self) -> usize {
@@ -497,7 +495,7 @@ impl Picked<'_> {
 fn own_line(quote: &str) -> String {
     format!(
         r#"{{"quote":{}}}"#,
-        crate::evidence::json_string(&neutralise(quote))
+        crate::adapter::json_string(&neutralise(quote))
     )
 }
 
@@ -551,7 +549,7 @@ fn choose_for_page<'t>(
     session: &'t Session<'t>,
     at: Page,
     context: Context<'_>,
-    state: &State<'_>,
+    state: &Chosen<'_>,
 ) -> Picked<'t> {
     let task = context.task;
     let page = &session.steps[at.step];
@@ -722,7 +720,7 @@ fn choose_for_question<'t>(
     index: &Index<'t>,
     at: Question,
     furniture: &Furniture,
-    state: &State<'_>,
+    state: &Chosen<'_>,
 ) -> Picked<'t> {
     let Question { item, target } = at;
     let Some(Item::Text { text, .. }) = transcript.items.get(item) else {
@@ -779,7 +777,7 @@ fn choose_for_question<'t>(
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
 /// Ties go to the newer page, then to page order: deterministic.
-fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &State<'_>) -> Picked<'t> {
+fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &Chosen<'_>) -> Picked<'t> {
     let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
     let mut ranked: Vec<(u32, usize)> = scores
         .iter()

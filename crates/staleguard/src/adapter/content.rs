@@ -39,7 +39,7 @@ impl Style {
     }
 
     fn part(&self, text: &str) -> String {
-        let text = json_string(text);
+        let text = super::json_string(text);
         match &self.cache_control {
             Some(cc) => format!(
                 r#"{{"type":"{}","text":{text},"cache_control":{cc}}}"#,
@@ -240,20 +240,14 @@ pub fn append(shape: Shape, style: &Style, original: &str, texts: &[&str]) -> St
     }
 }
 
-/// `text` as a JSON string literal.
-fn json_string(text: &str) -> String {
-    // Serialising a `str` cannot fail; the fallback keeps that a fact of the types.
-    serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""))
-}
-
 /// The JSON value that replaces a content of `shape` with `text` (images dropped). A parts
 /// array keeps its text part type and cache control.
 pub fn write(shape: Shape, style: &Style, text: &str) -> String {
     let wrapped = Style::plain("text");
     match shape {
-        Shape::Str => json_string(text),
-        Shape::WrappedPart => json_string(&wrapped.part(text)),
-        Shape::WrappedParts => json_string(&format!("[{}]", wrapped.part(text))),
+        Shape::Str => super::json_string(text),
+        Shape::WrappedPart => super::json_string(&wrapped.part(text)),
+        Shape::WrappedParts => super::json_string(&format!("[{}]", wrapped.part(text))),
         Shape::Parts => format!("[{}]", style.part(text)),
     }
 }

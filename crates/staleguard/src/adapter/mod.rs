@@ -164,6 +164,13 @@ pub(crate) fn json_error(err: &serde_json::Error, body: &str, format: &'static s
     }
 }
 
+/// `text` as a JSON string literal: receipts, quote lines and contents are written on
+/// every request, without an intermediate `Value`.
+pub(crate) fn json_string(text: &str) -> String {
+    // Serialising a `str` cannot fail; the fallback keeps that a fact of the types.
+    serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""))
+}
+
 /// A JSON string value, decoded.
 pub(crate) fn string_of(raw: &serde_json::value::RawValue) -> Option<std::borrow::Cow<'_, str>> {
     match raw.get().as_bytes().first() {
