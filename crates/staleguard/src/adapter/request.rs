@@ -221,23 +221,31 @@ impl<'a> WireRequest<'a> {
             if span.start < at {
                 continue;
             }
-            if let Some(block) = insert.filter(|b| b.close < span.start) {
-                out.push_str(&self.body[at..block.close]);
-                out.push_str(BREAKPOINT);
-                at = block.close;
-                insert = None;
-            }
-            out.push_str(&self.body[at..span.start]);
+            self.copy_until(&mut out, &mut at, span.start, &mut insert);
             out.push_str(&self.content_json(span, &group));
             at = span.end;
         }
-        if let Some(block) = insert.filter(|b| b.close >= at) {
-            out.push_str(&self.body[at..block.close]);
-            out.push_str(BREAKPOINT);
-            at = block.close;
-        }
-        out.push_str(&self.body[at..]);
+        self.copy_until(&mut out, &mut at, self.body.len(), &mut insert);
         out
+    }
+
+    /// Copies the body from `at` up to `to`, with our breakpoint when its block closes in
+    /// between.
+    fn copy_until(
+        &self,
+        out: &mut String,
+        at: &mut usize,
+        to: usize,
+        insert: &mut Option<BlockEnd>,
+    ) {
+        if let Some(block) = insert.filter(|b| (*at..to).contains(&b.close)) {
+            out.push_str(&self.body[*at..block.close]);
+            out.push_str(BREAKPOINT);
+            *at = block.close;
+            *insert = None;
+        }
+        out.push_str(&self.body[*at..to]);
+        *at = to;
     }
 
     /// Edits grouped by the content they touch, in body order.
