@@ -19,14 +19,6 @@ fn turns(body: &str) -> Vec<String> {
     cuts.into_iter().map(|n| truncate(body, n)).collect()
 }
 
-/// The message where A's frozen content ends: its live page state or its newest browser
-/// result, whichever comes first.
-fn frozen_message(p: &staleguard::Projected) -> usize {
-    let live = live_message(p);
-    let newest = p.report.results.last().map(|r| r.message);
-    live.into_iter().chain(newest).min().unwrap_or(usize::MAX)
-}
-
 /// The projected messages, without the breakpoint of ours (providers do not bill a marker
 /// as content, and it moves with the frozen end on every turn).
 fn frozen_view(input: &str, p: &staleguard::Projected) -> Vec<Value> {

@@ -116,3 +116,25 @@ proptest! {
         }
     }
 }
+
+/// A case the property found (CI, seed unknown): no observation is live in the shorter
+/// request, so stall guidance sat on its newest browser result, a tab list, and moved on.
+/// Every cut of that session keeps the frozen history.
+#[test]
+fn prefix_stable_when_no_observation_is_live() {
+    let steps = [
+        (15129652489992062342, 0),
+        (9678736907427883529, 0),
+        (2767691380044700676, 0),
+        (3576240124939854601, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (414996138, 0),
+    ];
+    let body = build(&steps);
+    let b = project(&body);
+    for k in 1..=messages(&body).len() {
+        check_prefix_stable(&project(&truncate(&body, k)), &b);
+    }
+}

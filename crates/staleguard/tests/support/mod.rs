@@ -189,10 +189,19 @@ pub fn content_text(message: &Value) -> String {
     }
 }
 
-/// Prefix stability: everything before A's live state is byte-identical in projected(B).
+/// The message where A's frozen content ends: its live page state or its newest browser
+/// result, whichever comes first (SPEC 9 C1). Guidance is appended to the newest browser
+/// result, so that result moves on even when no observation is live.
+pub fn frozen_message(p: &Projected) -> usize {
+    let live = live_message(p);
+    let newest = p.report.results.last().map(|r| r.message);
+    live.into_iter().chain(newest).min().unwrap_or(usize::MAX)
+}
+
+/// Prefix stability: everything before A's frozen end is byte-identical in projected(B).
 pub fn check_prefix_stable(a: &Projected, b: &Projected) {
     let (ma, mb) = (messages(&a.body), messages(&b.body));
-    let stop = live_message(a).unwrap_or(ma.len());
+    let stop = frozen_message(a).min(ma.len());
     for i in 0..stop {
         assert_eq!(
             serde_json::to_string(&ma[i]).ok(),
