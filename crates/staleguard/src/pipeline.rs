@@ -41,8 +41,8 @@ pub struct Projection {
     pub report: Plan,
     /// What the evidence track kept, refused, omitted and dropped.
     pub evidence: EvidenceReport,
-    /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`):
-    /// only what the request holds was projected.
+    /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`,
+    /// Gemini `cachedContent`): only what the request holds was projected.
     pub server_side_history: bool,
     /// Page fingerprints and no-progress counts, one step per browser result, when progress
     /// is tracked or verdicts were asked for.

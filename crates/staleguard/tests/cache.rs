@@ -1,11 +1,12 @@
-//! SPEC 9: what stays frozen from turn to turn (C1) on every recording in both request
-//! formats, and the `cache_control` breakpoint of our own in Anthropic requests.
+//! SPEC 9: what stays frozen from turn to turn (C1) on every recording in the OpenAI,
+//! Anthropic and Gemini request formats, and the `cache_control` breakpoint of our own in
+//! Anthropic requests.
 
 mod support;
 
 use serde_json::{json, Value};
 use staleguard::{Breakpoint, RequestFormat};
-use support::formats::{project_as, strip_new_breakpoints};
+use support::formats::{chat_to_gemini, project_as, strip_new_breakpoints, GeminiClient};
 use support::*;
 
 /// The requests an agent sent during a recorded session: the body cut before every
@@ -68,6 +69,49 @@ fn history_stays_frozen_on_every_turn_of_every_recording() {
         }
     }
     assert!(pairs > 500, "{pairs} pairs of turns checked");
+}
+
+/// C1 on Gemini bodies: every recording as Gemini CLI writes it, cut before every model
+/// turn; `contents` stay frozen up to A's frozen end.
+#[test]
+fn gemini_history_stays_frozen_on_every_turn_of_every_recording() {
+    let mut pairs = 0;
+    for path in openai_fixtures() {
+        let body = chat_to_gemini(&read(&path), GeminiClient::Cli);
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        let list = v["contents"].as_array().cloned().unwrap_or_default();
+        let mut cuts: Vec<usize> = (1..list.len())
+            .filter(|&i| list[i]["role"] == "model")
+            .collect();
+        cuts.push(list.len());
+        let projected: Vec<_> = cuts
+            .into_iter()
+            .map(|n| {
+                let mut cut = v.clone();
+                cut["contents"] = Value::Array(list[..n].to_vec());
+                project_as(&cut.to_string(), RequestFormat::Auto)
+            })
+            .collect();
+        let contents = |p: &staleguard::Projected| {
+            let out: Value = serde_json::from_str(&p.body).expect("JSON");
+            out["contents"].as_array().cloned().unwrap_or_default()
+        };
+        for (k, a) in projected.iter().enumerate() {
+            assert_eq!(a.format, RequestFormat::Gemini);
+            let frozen = contents(a);
+            let stop = frozen_message(a).min(frozen.len());
+            for b in &projected[k + 1..] {
+                assert_eq!(
+                    frozen[..stop],
+                    contents(b)[..stop],
+                    "{}: turn {k} changed before content {stop}",
+                    path.display()
+                );
+                pairs += 1;
+            }
+        }
+    }
+    assert!(pairs > 250, "{pairs} pairs of turns checked");
 }
 
 /// An Anthropic request gains one breakpoint, on the block just before its newest browser

@@ -1,5 +1,5 @@
-//! The same suite over the three wire formats: recorded Anthropic bodies, Responses bodies
-//! built from the recorded sessions, and generated transcripts.
+//! The same suite over the four wire formats: recorded Anthropic bodies, Responses and
+//! Gemini bodies built from the recorded sessions, and generated transcripts.
 
 mod support;
 
@@ -102,6 +102,127 @@ fn anthropic_and_responses_match_openai_on_every_recorded_session() {
     }
 }
 
+/// The guard's verdicts alone, in call order: Gemini calls without an `id` get ids of
+/// their own.
+fn allowed(body: &str) -> Vec<bool> {
+    verdicts(body)
+        .into_iter()
+        .map(|(_, allowed)| allowed)
+        .collect()
+}
+
+#[test]
+fn gemini_matches_openai_on_every_recorded_session_as_each_client_writes_it() {
+    let clients = [
+        GeminiClient::Cli,
+        GeminiClient::PythonMcp,
+        GeminiClient::WithIds,
+    ];
+    for dir in versions() {
+        for scenario in SCENARIOS {
+            let chat = read(&dir.join(format!("{scenario}.openai.json")));
+            let pc = project_as(&chat, RequestFormat::Auto);
+            for client in clients {
+                let gemini = chat_to_gemini(&chat, client);
+                let name = format!("{}/{scenario} {client:?}", dir.display());
+                let pg = project_as(&gemini, RequestFormat::Auto);
+                assert_eq!(pg.format, RequestFormat::Gemini, "{name}");
+                assert_eq!(pg.breakpoint, None, "{name}: Gemini has no breakpoints");
+                check_any(&gemini, &pg, RequestFormat::Auto);
+                check_any(
+                    &gemini,
+                    &project_as(&gemini, RequestFormat::Gemini),
+                    RequestFormat::Gemini,
+                );
+                assert_eq!(
+                    collapsed_ids(&pg),
+                    collapsed_ids(&pc),
+                    "{name}: same observations collapse"
+                );
+                assert_eq!(
+                    pg.evidence.retained, pc.evidence.retained,
+                    "{name}: same evidence"
+                );
+                assert_eq!(
+                    stall_steps(&gemini),
+                    stall_steps(&chat),
+                    "{name}: stalls at the same steps"
+                );
+                assert_eq!(
+                    allowed(&gemini),
+                    allowed(&chat),
+                    "{name}: the guard says the same"
+                );
+                if client == GeminiClient::WithIds {
+                    assert_eq!(verdicts(&gemini), verdicts(&chat), "{name}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gemini_keeps_everything_but_result_values() {
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.83/order.openai.json"));
+    let body = chat_to_gemini(&chat, GeminiClient::Cli);
+    let mut v: Value = serde_json::from_str(&body).unwrap();
+    v["cachedContent"] = "cachedContents/abc123".into();
+    let results = response_contents(&v);
+    // A key of the client's own beside the text, and a result in a shape we do not read.
+    let first = &mut v["contents"][results[0]]["parts"][0]["functionResponse"]["response"];
+    first["__binary_injection__"] = serde_json::json!([]);
+    let odd = &mut v["contents"][results[1]]["parts"][0]["functionResponse"]["response"];
+    *odd = serde_json::json!({"rows": odd["output"].take()});
+    let body = v.to_string();
+    let p = project_as(&body, RequestFormat::Auto);
+    check_any(&body, &p, RequestFormat::Auto);
+    assert!(
+        p.server_side_history,
+        "cachedContent holds the earlier turns"
+    );
+    assert!(p.report.collapsed() > 0);
+    let out: Value = serde_json::from_str(&p.body).unwrap();
+    for key in [
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "generationConfig",
+        "cachedContent",
+    ] {
+        assert_eq!(out[key], v[key], "{key}");
+    }
+    let first = &out["contents"][results[0]]["parts"][0]["functionResponse"]["response"];
+    assert_eq!(first["__binary_injection__"], serde_json::json!([]));
+    assert_eq!(
+        out["contents"][results[1]], v["contents"][results[1]],
+        "text under a key no client uses for it is kept"
+    );
+    let signatures = |v: &Value| v.to_string().matches("thoughtSignature").count();
+    assert_eq!(signatures(&out), signatures(&v));
+    // Python's MCP results are collapsed inside their CallToolResult, `isError` kept.
+    let python = chat_to_gemini(&chat, GeminiClient::PythonMcp);
+    let out: Value = serde_json::from_str(&project_as(&python, RequestFormat::Auto).body).unwrap();
+    let receipts: Vec<&Value> = response_contents(&out)
+        .into_iter()
+        .flat_map(|i| out["contents"][i]["parts"].as_array().unwrap())
+        .map(|p| &p["functionResponse"]["response"]["result"])
+        .filter(|r| {
+            r["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(staleguard::receipt::RECEIPT_TAG))
+        })
+        .collect();
+    assert!(!receipts.is_empty());
+    assert!(receipts.iter().all(|r| r["isError"] == false));
+}
+
+/// The indices of the contents that carry function responses.
+fn response_contents(v: &Value) -> Vec<usize> {
+    (0..v["contents"].as_array().unwrap().len())
+        .filter(|&i| !v["contents"][i]["parts"][0]["functionResponse"].is_null())
+        .collect()
+}
+
 #[test]
 fn anthropic_keeps_ids_errors_cache_control_system_and_thinking() {
     let path = shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json");
@@ -198,10 +319,12 @@ fn nothing_to_collapse_round_trips_byte_for_byte() {
         serde_json::to_string_pretty(&v).unwrap()
     };
     let responses = chat_to_responses(&chat);
+    let gemini = chat_to_gemini(&chat, GeminiClient::Cli);
     for (body, format) in [
         (cut(&chat, "messages", 4), RequestFormat::OpenAiChat),
         (cut(&anthropic, "messages", 3), RequestFormat::Anthropic),
         (cut(&responses, "input", 5), RequestFormat::Responses),
+        (cut(&gemini, "contents", 3), RequestFormat::Gemini),
     ] {
         let p = project_as(&body, RequestFormat::Auto);
         assert_eq!(p.format, format);
@@ -222,8 +345,8 @@ fn nothing_to_collapse_round_trips_byte_for_byte() {
     }
 }
 
-/// A generated session in all three formats, from real recorded results.
-fn three_formats(steps: &[(usize, u8)]) -> Vec<(String, RequestFormat)> {
+/// A generated session in all four formats, from real recorded results.
+fn four_formats(steps: &[(usize, u8)]) -> Vec<(String, RequestFormat)> {
     let chat = support_build(steps);
     let v: Value = serde_json::from_str(&chat).unwrap();
     let mut messages = Vec::new();
@@ -241,10 +364,12 @@ fn three_formats(steps: &[(usize, u8)]) -> Vec<(String, RequestFormat)> {
         serde_json::json!({"model": "claude", "max_tokens": 1024, "messages": messages})
             .to_string();
     let responses = chat_to_responses(&chat);
+    let gemini = chat_to_gemini(&chat, GeminiClient::Cli);
     vec![
         (chat, RequestFormat::OpenAiChat),
         (anthropic, RequestFormat::Anthropic),
         (responses, RequestFormat::Responses),
+        (gemini, RequestFormat::Gemini),
     ]
 }
 
@@ -294,7 +419,7 @@ proptest! {
     #[test]
     fn pairing_and_order_hold_in_every_format(steps in prop::collection::vec((any::<usize>(), 0u8..10), 1..16)) {
         let mut collapsed = Vec::new();
-        for (body, format) in three_formats(&steps) {
+        for (body, format) in four_formats(&steps) {
             let p = project_as(&body, RequestFormat::Auto);
             prop_assert_eq!(p.format, format);
             check_any(&body, &p, RequestFormat::Auto);
@@ -302,6 +427,7 @@ proptest! {
         }
         prop_assert_eq!(&collapsed[0], &collapsed[1]);
         prop_assert_eq!(&collapsed[0], &collapsed[2]);
+        prop_assert_eq!(&collapsed[0], &collapsed[3]);
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod anthropic;
 mod content;
+pub mod gemini;
 mod lenient;
 pub mod openai_chat;
 mod request;
@@ -33,11 +34,14 @@ pub enum RequestFormat {
     Anthropic,
     /// OpenAI Responses (`input` items).
     Responses,
+    /// Google Gemini `generateContent` (`contents` with `functionCall` /
+    /// `functionResponse` parts).
+    Gemini,
 }
 
 impl RequestFormat {
     /// The names [`FromStr`] takes, for help and error texts.
-    pub const NAMES: &'static str = "auto, openai, anthropic, responses";
+    pub const NAMES: &'static str = "auto, openai, anthropic, responses, gemini";
 
     /// The format's name, as [`FromStr`] takes it and reports print it.
     pub fn name(self) -> &'static str {
@@ -46,6 +50,7 @@ impl RequestFormat {
             RequestFormat::OpenAiChat => "openai",
             RequestFormat::Anthropic => "anthropic",
             RequestFormat::Responses => "responses",
+            RequestFormat::Gemini => "gemini",
         }
     }
 }
@@ -59,6 +64,7 @@ impl FromStr for RequestFormat {
             "openai" | "chat" => Ok(RequestFormat::OpenAiChat),
             "anthropic" => Ok(RequestFormat::Anthropic),
             "responses" => Ok(RequestFormat::Responses),
+            "gemini" => Ok(RequestFormat::Gemini),
             _ => Err(format!("unknown format {s:?} (supported: {})", Self::NAMES)),
         }
     }
@@ -82,16 +88,12 @@ pub fn read_request(
         }
         f => (read_as(body, f)?, f, "given"),
     };
-    let has_list = match format {
-        RequestFormat::Responses => request.hints.has_input,
-        _ => request.hints.has_messages,
+    let (has_list, list) = match format {
+        RequestFormat::Responses => (request.hints.has_input, "input"),
+        RequestFormat::Gemini => (request.hints.has_contents, "contents"),
+        _ => (request.hints.has_messages, "messages"),
     };
     if !has_list {
-        let list = if format == RequestFormat::Responses {
-            "input"
-        } else {
-            "messages"
-        };
         return Err(Error::Shape {
             format: format.name(),
             reason: format!("no `{list}`"),
@@ -104,6 +106,7 @@ fn read_as(body: &str, format: RequestFormat) -> Result<WireRequest<'_>, Error> 
     match format {
         RequestFormat::Anthropic => anthropic::read(body),
         RequestFormat::Responses => responses::read(body),
+        RequestFormat::Gemini => gemini::read(body),
         _ => openai_chat::read(body),
     }
 }
@@ -125,11 +128,14 @@ fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
             "top-level `input` and no `messages`",
         ));
     }
+    if !hints.has_messages && !hints.has_input && hints.has_contents {
+        return Ok((RequestFormat::Gemini, "top-level `contents` with `parts`"));
+    }
     if !hints.has_messages {
         return Err(Error::Shape {
             format: "model request",
             reason: format!(
-                "no `messages` or `input` array (supported formats: {})",
+                "no `messages`, `input` or `contents` array (supported formats: {})",
                 RequestFormat::NAMES
             ),
         });

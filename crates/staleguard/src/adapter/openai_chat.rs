@@ -22,6 +22,8 @@ struct Envelope<'a> {
     #[serde(borrow)]
     messages: Option<List<Message<'a>>>,
     input: Option<IgnoredAny>,
+    #[serde(borrow)]
+    contents: Option<&'a RawValue>,
     system: Option<IgnoredAny>,
     anthropic_version: Option<IgnoredAny>,
 }
@@ -77,6 +79,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let hints = Hints {
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
+        has_contents: envelope.contents.is_some_and(super::gemini::has_parts),
         has_system: envelope.system.is_some() || envelope.anthropic_version.is_some(),
         ..Hints::default()
     };

@@ -25,12 +25,16 @@ pub struct Hints {
     pub has_messages: bool,
     /// A top-level `input` (Responses).
     pub has_input: bool,
+    /// A top-level `contents` (Gemini); read as any body, only one whose items have
+    /// `parts`.
+    pub has_contents: bool,
     /// A top-level `system` or `anthropic_version` (Anthropic Messages).
     pub has_system: bool,
     /// `tool_use` or `tool_result` content blocks (Anthropic Messages).
     pub has_anthropic_blocks: bool,
-    /// OpenAI Responses with `previous_response_id` or `conversation`: earlier turns live
-    /// on the server, and the request holds only the newest items.
+    /// OpenAI Responses with `previous_response_id` or `conversation`, Gemini with
+    /// `cachedContent`: earlier turns live on the server, and the request holds only the
+    /// newest items.
     pub server_side_history: bool,
 }
 

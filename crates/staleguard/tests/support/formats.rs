@@ -1,6 +1,6 @@
 //! Format-neutral test support: where each wire format keeps tool result contents, the
-//! SPEC 2 invariant checker for any format, and a converter from recorded OpenAI Chat
-//! sessions to OpenAI Responses bodies.
+//! SPEC 2 invariant checker for any format, and converters from recorded OpenAI Chat
+//! sessions to OpenAI Responses and Gemini bodies.
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
@@ -8,7 +8,8 @@ use staleguard::{project_request, Config, Projected, RequestFormat};
 
 /// JSON pointers to every tool result content, in order: Chat `messages[i].content` of
 /// `role: tool`, Anthropic `messages[i].content[j].content` of `tool_result` blocks,
-/// Responses `input[i].output` of `function_call_output` items.
+/// Responses `input[i].output` of `function_call_output` items, Gemini
+/// `functionResponse.response` text values ([`gemini_slots`]).
 pub fn result_slots(v: &Value) -> Vec<String> {
     let mut slots = Vec::new();
     for (i, m) in v["messages"].as_array().into_iter().flatten().enumerate() {
@@ -26,6 +27,7 @@ pub fn result_slots(v: &Value) -> Vec<String> {
             slots.push(format!("/input/{i}/output"));
         }
     }
+    gemini_slots(v, &mut slots);
     slots
 }
 
@@ -213,4 +215,119 @@ pub fn chat_to_responses(chat: &str) -> String {
         }
     }
     json!({"model": "gpt-4.1", "input": input, "store": false, "include": ["reasoning.encrypted_content"]}).to_string()
+}
+
+/// How a Gemini client writes calls and results, for [`chat_to_gemini`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeminiClient {
+    /// Gemini CLI: the API's calls carry no `id`, the CLI answers with ids of its own and
+    /// `{"output": text}`.
+    Cli,
+    /// `google-genai` (Python) calling MCP tools: no ids, `{"result": CallToolResult}`.
+    PythonMcp,
+    /// Calls and responses with the same `id` (the recorded call IDs), `{"output": text}`.
+    WithIds,
+}
+
+/// A recorded OpenAI Chat session as a Gemini `generateContent` body, written the way
+/// `client` writes it: the system prompt as `systemInstruction`, tools as
+/// `functionDeclarations`, the results of one turn's calls in one user content, and a
+/// thought signature on every turn's first call.
+pub fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
+    let v: Value = serde_json::from_str(chat).expect("chat JSON");
+    let mut contents: Vec<Value> = Vec::new();
+    let mut names = std::collections::HashMap::new();
+    let mut system = None;
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let text = text_of(&m["content"]);
+        match m["role"].as_str() {
+            Some("system") => system = Some(json!({"parts": [{"text": text}]})),
+            Some("user") => contents.push(json!({"role": "user", "parts": [{"text": text}]})),
+            Some("assistant") => {
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(json!({"text": text}));
+                }
+                for (k, c) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
+                    let name = c["function"]["name"].clone();
+                    names.insert(c["id"].as_str().unwrap_or("").to_string(), name.clone());
+                    let args: Value = c["function"]["arguments"]
+                        .as_str()
+                        .and_then(|a| serde_json::from_str(a).ok())
+                        .unwrap_or_else(|| json!({}));
+                    let mut call = json!({"name": name, "args": args});
+                    if client == GeminiClient::WithIds {
+                        call["id"] = c["id"].clone();
+                    }
+                    let mut part = json!({"functionCall": call});
+                    if k == 0 {
+                        part["thoughtSignature"] = json!("CiQBcsjafD8=");
+                    }
+                    parts.push(part);
+                }
+                contents.push(json!({"role": "model", "parts": parts}));
+            }
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or("");
+                let name = names.get(id).cloned().unwrap_or(Value::Null);
+                let response = match client {
+                    GeminiClient::PythonMcp => {
+                        json!({"result": {"content": [{"type": "text", "text": text}], "isError": false}})
+                    }
+                    _ => json!({"output": m["content"]}),
+                };
+                let mut part = json!({"name": name, "response": response});
+                match client {
+                    GeminiClient::Cli => {
+                        part["id"] =
+                            json!(format!("{}-1764550000-{id}", name.as_str().unwrap_or("")))
+                    }
+                    GeminiClient::WithIds => part["id"] = json!(id),
+                    GeminiClient::PythonMcp => {}
+                }
+                let part = json!({"functionResponse": part});
+                match contents.last_mut() {
+                    Some(last)
+                        if last["role"] == "user"
+                            && !last["parts"][0]["functionResponse"].is_null() =>
+                    {
+                        last["parts"].as_array_mut().expect("parts").push(part)
+                    }
+                    _ => contents.push(json!({"role": "user", "parts": [part]})),
+                }
+            }
+            _ => {}
+        }
+    }
+    let declarations: Vec<Value> = v["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| json!({"name": t["function"]["name"], "description": t["function"]["description"], "parametersJsonSchema": t["function"]["parameters"]}))
+        .collect();
+    let mut body = json!({"contents": contents, "tools": [{"functionDeclarations": declarations}], "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}, "generationConfig": {"temperature": 0, "thinkingConfig": {"includeThoughts": true}}});
+    if let Some(system) = system {
+        body["systemInstruction"] = system;
+    }
+    body.to_string()
+}
+
+/// JSON pointers to the text value of every Gemini `functionResponse` that holds one in
+/// a shape clients send (`output`, `content`, `result`/`error` as a string or holding a
+/// `CallToolResult`).
+fn gemini_slots(v: &Value, slots: &mut Vec<String>) {
+    for (i, c) in v["contents"].as_array().into_iter().flatten().enumerate() {
+        for (j, p) in c["parts"].as_array().into_iter().flatten().enumerate() {
+            let response = &p["functionResponse"]["response"];
+            let at = format!("/contents/{i}/parts/{j}/functionResponse/response");
+            let key = ["output", "content", "result", "error"]
+                .into_iter()
+                .find(|k| !response[k].is_null());
+            match key {
+                Some(k) if response[k].is_object() => slots.push(format!("{at}/{k}/content")),
+                Some(k) => slots.push(format!("{at}/{k}")),
+                None => {}
+            }
+        }
+    }
 }

@@ -1,0 +1,363 @@
+//! Google Gemini `generateContent` request bodies: `contents` of `role: "user"` / `"model"`,
+//! each a list of `parts`. A model turn carries `functionCall` parts (`name`, `args`, an
+//! optional `id`); the user turn after it answers with `functionResponse` parts (`name`,
+//! `response`, an optional `id`). A response pairs with the call of the latest model turn
+//! that has its `id`, else with the first unanswered call of its name there: Gemini CLI
+//! sends ids of its own for calls the API sent without one.
+//!
+//! `response` is any JSON object; the text of a tool result sits under a key the client
+//! chose. The shapes real clients send are read:
+//! - `{"output": "..."}`: Gemini CLI, for MCP tools too (their text parts joined with
+//!   `\n`); `{"error": "..."}` for a failed call.
+//! - `{"content": [MCP content], "isError": ...}`: an MCP `CallToolResult` as it is, as
+//!   the `@google/genai` MCP adapter passes it on.
+//! - `{"result": ...}` / `{"error": ...}` holding a string or a `CallToolResult`:
+//!   `google-genai` (Python) automatic function calling, MCP sessions included.
+//!
+//! Only that value is replaced; text under any other key, `systemInstruction`, `tools`,
+//! `toolConfig`, `generationConfig`, `cachedContent` and thought signatures pass through
+//! as they are. A request with `cachedContent` holds only the turns after the cached ones.
+
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::lenient::List;
+use super::request::{Hints, WireRequest};
+use super::{json_error, raw_text, string_of};
+use crate::error::Error;
+use crate::transcript::{Item, Role, ToolCall};
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    contents: Option<List<Content<'a>>>,
+    messages: Option<IgnoredAny>,
+    input: Option<IgnoredAny>,
+    #[serde(rename = "cachedContent", alias = "cached_content")]
+    cached_content: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow)]
+    role: Option<&'a RawValue>,
+    #[serde(borrow)]
+    parts: Option<List<Part<'a>>>,
+}
+
+/// A part, with the fields that tell its kind. The REST API takes snake_case names too.
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    /// A thought summary is the model's, not the conversation's text.
+    thought: Option<&'a RawValue>,
+    #[serde(rename = "functionCall", alias = "function_call", borrow)]
+    function_call: Option<Call<'a>>,
+    #[serde(rename = "functionResponse", alias = "function_response", borrow)]
+    function_response: Option<Response<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Call<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    response: Option<&'a RawValue>,
+}
+
+/// The keys of `response` that hold a tool result's text, as clients write them.
+#[derive(Deserialize)]
+struct ResponseValue<'a> {
+    #[serde(borrow)]
+    output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(rename = "isError", alias = "is_error")]
+    is_error: Option<&'a RawValue>,
+}
+
+/// An MCP `CallToolResult` nested under `result` or `error`.
+#[derive(Deserialize)]
+struct CallToolResult<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(rename = "isError", alias = "is_error")]
+    is_error: Option<&'a RawValue>,
+}
+
+/// A call of the latest model turn: the id its response is paired by, and whether a
+/// response took it already.
+struct Pending<'a> {
+    id: Cow<'a, str>,
+    /// The call carried this id itself (a response may name it).
+    explicit: bool,
+    name: Cow<'a, str>,
+    answered: bool,
+}
+
+/// Reads a `generateContent` body.
+pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+    let envelope: Envelope =
+        serde_json::from_str(body).map_err(|e| json_error(&e, body, "gemini"))?;
+    let hints = Hints {
+        has_contents: envelope.contents.is_some(),
+        has_messages: envelope.messages.is_some(),
+        has_input: envelope.input.is_some(),
+        server_side_history: envelope.cached_content.is_some(),
+        ..Hints::default()
+    };
+    let mut request = WireRequest::new(body, hints);
+    let mut pending = Vec::new();
+    if let Some(List::Items(contents)) = envelope.contents {
+        for (index, content) in contents.into_iter().enumerate() {
+            match content {
+                Some(c) => read_content(&mut request, &mut pending, index, c),
+                None => request.push(Item::Other),
+            }
+        }
+    }
+    Ok(request)
+}
+
+fn read_content<'a>(
+    request: &mut WireRequest<'a>,
+    pending: &mut Vec<Pending<'a>>,
+    index: usize,
+    content: Content<'a>,
+) {
+    // A content without a role is the user's (single-turn requests leave it out).
+    let role = match content.role.map(string_of) {
+        None => Role::User,
+        Some(role) => match role.as_deref() {
+            Some("user" | "function" | "tool") => Role::User,
+            Some("model") => Role::Assistant,
+            _ => return request.push(Item::Other),
+        },
+    };
+    let Some(List::Items(parts)) = content.parts else {
+        return request.push(Item::Other);
+    };
+    if role == Role::Assistant {
+        pending.clear();
+    }
+    for (at, part) in parts.into_iter().enumerate() {
+        match part {
+            Some(part) => read_part(request, pending, (index, at), role, part),
+            None => request.push(Item::Other),
+        }
+    }
+}
+
+fn read_part<'a>(
+    request: &mut WireRequest<'a>,
+    pending: &mut Vec<Pending<'a>>,
+    (index, at): (usize, usize),
+    role: Role,
+    part: Part<'a>,
+) {
+    if let (Some(call), Role::Assistant) = (part.function_call, role) {
+        return read_call(request, pending, (index, at), call);
+    }
+    if let (Some(response), Role::User) = (part.function_response, role) {
+        let call_id = pair(pending, response.id, response.name.as_deref());
+        return read_response(request, index, call_id, response.response);
+    }
+    match (part.text, part.thought) {
+        (Some(text), None) => request.push(Item::Text { role, text }),
+        _ => request.push(Item::Other),
+    }
+}
+
+fn read_call<'a>(
+    request: &mut WireRequest<'a>,
+    pending: &mut Vec<Pending<'a>>,
+    (index, at): (usize, usize),
+    call: Call<'a>,
+) {
+    let Some(name) = call.name else {
+        return request.push(Item::Other);
+    };
+    let explicit = call.id.is_some();
+    // A call without an id gets one that no wire id looks like: where it sits.
+    let id = call
+        .id
+        .unwrap_or_else(|| Cow::Owned(format!("{name}@{index}.{at}")));
+    pending.push(Pending {
+        id: id.clone(),
+        explicit,
+        name: name.clone(),
+        answered: false,
+    });
+    request.push(Item::Call(ToolCall {
+        id,
+        name,
+        arguments: raw_text(call.args),
+        message: index,
+    }));
+}
+
+/// The id of the call a response answers: the one whose id it names, else the first
+/// unanswered one of its name; its own id (or none) when no call of the turn fits.
+fn pair<'a>(
+    pending: &mut [Pending<'a>],
+    id: Option<Cow<'a, str>>,
+    name: Option<&str>,
+) -> Option<Cow<'a, str>> {
+    let by_id = id
+        .as_deref()
+        .and_then(|id| pending.iter().position(|p| p.explicit && p.id == id));
+    let by_name = || {
+        pending
+            .iter()
+            .position(|p| !p.answered && Some(p.name.as_ref()) == name)
+    };
+    match by_id.or_else(by_name) {
+        Some(found) => {
+            pending[found].answered = true;
+            Some(pending[found].id.clone())
+        }
+        None => id,
+    }
+}
+
+fn read_response<'a>(
+    request: &mut WireRequest<'a>,
+    index: usize,
+    call_id: Option<Cow<'a, str>>,
+    response: Option<&'a RawValue>,
+) {
+    match response.and_then(result_text) {
+        Some((raw, is_error)) => request.push_result(index, call_id, Some(raw), "text", is_error),
+        None => request.push(Item::Other),
+    }
+}
+
+/// The value that holds a result's text in a `response` object, and whether it reports an
+/// error; `None` when no key clients use for it is there.
+fn result_text(response: &RawValue) -> Option<(&RawValue, bool)> {
+    let value: ResponseValue<'_> = serde_json::from_str(response.get()).ok()?;
+    let flag = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() == "true");
+    if let Some(output) = value.output {
+        return Some((output, false));
+    }
+    if let Some(content) = value.content {
+        return Some((content, flag(value.is_error)));
+    }
+    let (raw, is_error) = match (value.result, value.error) {
+        (Some(result), _) => (result, false),
+        (None, Some(error)) => (error, true),
+        (None, None) => return None,
+    };
+    if !raw.get().starts_with('{') {
+        return Some((raw, is_error));
+    }
+    let nested: CallToolResult<'_> = serde_json::from_str(raw.get()).ok()?;
+    Some((nested.content?, is_error || flag(nested.is_error)))
+}
+
+/// Whether `contents` is a list whose objects have `parts`: a Gemini body.
+pub(crate) fn has_parts(contents: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct WithParts {
+        parts: Option<IgnoredAny>,
+    }
+    match serde_json::from_str::<List<WithParts>>(contents.get()) {
+        Ok(List::Items(items)) => items.iter().flatten().any(|c| c.parts.is_some()),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(body: &str) -> Vec<Item<'_>> {
+        read(body).unwrap().into_transcript().items
+    }
+
+    #[test]
+    fn responses_pair_by_id_then_by_name_and_order() {
+        let body = r#"{"contents":[
+            {"role":"user","parts":[{"text":"go"}]},
+            {"role":"model","parts":[{"functionCall":{"name":"a","args":{}}},{"functionCall":{"name":"a","args":{"x":1}}},{"functionCall":{"id":"k","name":"b","args":{}}}]},
+            {"role":"user","parts":[{"functionResponse":{"id":"cli-1","name":"a","response":{"output":"one"}}},{"functionResponse":{"id":"k","name":"b","response":{"error":"bad"}}},{"functionResponse":{"name":"a","response":{"output":"two"}}}]}
+        ]}"#;
+        let t = read(body).unwrap().into_transcript();
+        let pairs = t.pair_calls();
+        assert_eq!(pairs[4..], [Some(1), Some(3), Some(2)]);
+        let Item::Result(r) = &t.items[5] else {
+            panic!("{:?}", t.items[5])
+        };
+        assert!(r.is_error);
+        assert_eq!(r.text, "bad");
+    }
+
+    #[test]
+    fn client_shapes_are_read_and_others_kept() {
+        let shapes = [
+            (r#"{"output":"page"}"#, Some(("page", false))),
+            (
+                r#"{"content":[{"type":"text","text":"page"}],"isError":true}"#,
+                Some(("page", true)),
+            ),
+            (
+                r#"{"result":{"content":[{"type":"text","text":"page"}],"isError":false}}"#,
+                Some(("page", false)),
+            ),
+            (r#"{"result":"page"}"#, Some(("page", false))),
+            (
+                r#"{"error":{"content":[{"type":"text","text":"page"}],"isError":true}}"#,
+                Some(("page", true)),
+            ),
+            (r#"{"answer":"page"}"#, None),
+            (r#"{"result":{"rows":3}}"#, None),
+            (r#""page""#, None),
+        ];
+        for (response, want) in shapes {
+            let body = format!(
+                r#"{{"contents":[{{"role":"model","parts":[{{"functionCall":{{"name":"t"}}}}]}},{{"role":"user","parts":[{{"functionResponse":{{"name":"t","response":{response}}}}}]}}]}}"#
+            );
+            let got = match &items(&body)[1] {
+                Item::Result(r) => Some((r.text.to_string(), r.is_error)),
+                _ => None,
+            };
+            let want = want.map(|(t, e)| (t.to_string(), e));
+            assert_eq!(got, want, "{response}");
+        }
+    }
+
+    #[test]
+    fn text_thoughts_and_odd_parts() {
+        let body = r#"{"systemInstruction":{"parts":[{"text":"sys"}]},"contents":[
+            {"parts":[{"text":"hi"}]},
+            {"role":"model","parts":[{"text":"plan","thought":true},{"text":"ok","thoughtSignature":"c2ln"},3]},
+            {"role":"critic","parts":[]}
+        ]}"#;
+        let got = items(body);
+        assert_eq!(got.len(), 5);
+        assert!(matches!(&got[0], Item::Text { role: Role::User, text } if text == "hi"));
+        assert_eq!(got[1], Item::Other);
+        assert!(matches!(&got[2], Item::Text { role: Role::Assistant, text } if text == "ok"));
+        assert_eq!(got[3..], [Item::Other, Item::Other]);
+    }
+}
