@@ -75,6 +75,8 @@ enum Pending {
 /// A browser call held back until the relay's own fresh snapshot is answered.
 struct Parked {
     own_id: String,
+    /// The page the relay's own snapshot is of, where the server names pages.
+    page_id: Option<String>,
     id: Value,
     message: Value,
 }
@@ -264,8 +266,9 @@ impl Relay {
             return vec![Output::ToServer(line.to_vec())];
         }
         let arguments = arguments_of(&message);
-        let has_refs = !guard::targets(&arguments.to_string()).is_empty();
-        if has_refs && self.session.page_unseen() {
+        let raw = arguments.to_string();
+        let has_refs = !guard::targets(&raw).is_empty();
+        if has_refs && (self.session.page_unseen() || self.session.other_page(&raw).is_some()) {
             return self.park(id, message);
         }
         self.decide(id, message)
@@ -367,14 +370,22 @@ impl Relay {
         while self.pending.contains_key(&id_key(&json!(own_id))) {
             own_id.push('_');
         }
+        // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
+        let page = arguments_of(&message).get("pageId").cloned();
+        let tool = staleguard::tools::snapshot_tool(self.session.page().format);
+        let arguments = match &page {
+            Some(page) => json!({ "pageId": page }),
+            None => json!({}),
+        };
         let request = json!({
             "jsonrpc": "2.0",
             "id": own_id,
             "method": "tools/call",
-            "params": {"name": "browser_snapshot", "arguments": {}},
+            "params": {"name": tool, "arguments": arguments},
         });
         self.parked = Some(Parked {
             own_id,
+            page_id: page.as_ref().and_then(staleguard::refs::page_id_of),
             id,
             message,
         });
@@ -392,7 +403,8 @@ impl Relay {
                 let text = result_text(result);
                 let step = self.next_step();
                 let reading = self.read(&text);
-                self.session.refresh(step, &text, &reading);
+                self.session
+                    .refresh(step, &text, &reading, parked.page_id.clone());
                 self.document_at(step);
             }
         }
@@ -428,8 +440,9 @@ impl Relay {
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
-        let text = "staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot (browser_snapshot) and act on the refs it shows.";
-        let mut out = vec![to_client(&refusal(&parked.id, text))];
+        let tool = staleguard::tools::snapshot_tool(self.session.page().format);
+        let text = format!("staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.");
+        let mut out = vec![to_client(&refusal(&parked.id, &text))];
         out.extend(self.drain_queue());
         out
     }
@@ -462,7 +475,8 @@ impl Relay {
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
             let page = self.session.page();
-            if self.options.guard && self.options.namespace_refs {
+            let unique = staleguard::tools::refs_unique(page.format);
+            if self.options.guard && self.options.namespace_refs && !unique {
                 changed |= match scope_at_refs(result, doc, &reading, &text) {
                     Some(scoped) => scoped,
                     None => scope_result(result, doc, |id| page.refs.contains_key(id)),
@@ -643,11 +657,13 @@ fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<Strin
         return;
     };
     visit(top);
-    if let Some(Value::Array(fields)) = top.get_mut("fields") {
-        fields
-            .iter_mut()
-            .filter_map(Value::as_object_mut)
-            .for_each(visit);
+    for list in staleguard::refs::REF_LISTS {
+        if let Some(Value::Array(items)) = top.get_mut(*list) {
+            items
+                .iter_mut()
+                .filter_map(Value::as_object_mut)
+                .for_each(&mut visit);
+        }
     }
 }
 

@@ -139,8 +139,18 @@ pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserT
     if refs.is_empty() {
         return Verdict::Allow { note: None };
     }
+    let page = session.page();
+    let snapshot_tool = crate::tools::snapshot_tool(page.format);
     if session.page_unseen() {
-        return refuse(Refusal::NeedsSnapshot, texts::NEEDS_SNAPSHOT);
+        return refuse(
+            Refusal::NeedsSnapshot,
+            &texts::needs_snapshot(snapshot_tool),
+        );
+    }
+    if let Some(wanted) = session.other_page(arguments) {
+        let newest = page.page_id.as_deref().unwrap_or("?");
+        let text = texts::other_page(&wanted, newest, snapshot_tool);
+        return refuse(Refusal::NeedsSnapshot, &text);
     }
     let description = description(arguments);
     let mut notes = Vec::new();

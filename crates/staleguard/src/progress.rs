@@ -67,12 +67,21 @@ pub struct Page {
     pub confirms: bool,
     /// Some observation has been seen.
     pub known: bool,
+    /// The format that last named the page (which snapshot tool to ask for, for one).
+    pub format: &'static str,
+    /// The page ID the newest tree was taken on, where calls name one (Chrome DevTools
+    /// MCP's `pageId`): its refs are for that page only.
+    pub page_id: Option<String>,
 }
 
 impl Page {
     /// Applies one browser result.
     fn apply(&mut self, text: &str, reading: &Reading, with_refs: bool) -> Applied {
         match &reading.header {
+            Some(header) if header.lists_pages && self.lists_same_page(header) => {
+                self.apply_header(header);
+                Applied::Nothing
+            }
             Some(header) if header.is_observation() => {
                 self.apply_observation(header, reading.tree(text), text, with_refs);
                 Applied::Tree
@@ -118,7 +127,19 @@ impl Page {
         diff
     }
 
+    /// True when a page list names the page last seen as the selected one: listing pages
+    /// changed nothing, so the page's refs stay as they were.
+    fn lists_same_page(&self, header: &Header) -> bool {
+        let selected = |tabs: &[Tab]| tabs.iter().find(|t| t.current).map(|t| t.index);
+        let same_tab = match (selected(&self.tabs), selected(&header.tabs)) {
+            (Some(was), Some(now)) => was == now,
+            _ => true,
+        };
+        self.known && same_tab && header.url.as_deref() == Some(self.url.as_str())
+    }
+
     fn apply_header(&mut self, header: &Header) {
+        self.format = header.format;
         if let Some(url) = &header.url {
             self.url.clone_from(url);
         }
@@ -313,6 +334,8 @@ pub struct Tracker {
     progress: Progress,
     /// Only fingerprints and the counter: no refs, history or submissions.
     counting: bool,
+    /// The page ID the newest call named, for the tree its result may carry.
+    call_page: Option<String>,
 }
 
 impl Tracker {
@@ -332,9 +355,18 @@ impl Tracker {
     }
 
     /// True when the newest page-naming result was a page report without a tree (a
-    /// file-linked snapshot): the model has not seen the page's current refs.
+    /// file-linked snapshot, a navigation, another page selected): the model has not seen
+    /// the page's current refs.
     pub fn page_unseen(&self) -> bool {
         self.page_unseen
+    }
+
+    /// The page a call acts on when it is not the page of the newest tree: the call names
+    /// a page ID (Chrome DevTools MCP's `pageId`) other than the one that tree was taken on.
+    pub fn other_page(&self, arguments: &str) -> Option<String> {
+        let wanted = crate::refs::page_id(arguments)?;
+        let newest = self.page.page_id.as_deref()?;
+        (wanted != newest).then_some(wanted)
     }
 
     /// The steps and repeated submissions so far.
@@ -390,6 +422,7 @@ impl Tracker {
         if self.counting {
             return;
         }
+        self.call_page = crate::refs::page_id(arguments);
         let fingerprint = self.current;
         for id in crate::refs::targets(arguments) {
             let Some(element) = self.page.refs.get(id.as_str()).cloned() else {
@@ -476,10 +509,12 @@ impl Tracker {
         });
     }
 
-    /// Takes in a snapshot the guard fetched itself: the page and its refs are updated, but
-    /// no progress step is counted, because the model took no action.
-    pub fn refresh(&mut self, at: usize, text: &str, reading: &Reading) {
+    /// Takes in a snapshot the guard fetched itself, of page `page_id` where the server
+    /// names pages: the page and its refs are updated, but no progress step is counted,
+    /// because the model took no action.
+    pub fn refresh(&mut self, at: usize, text: &str, reading: &Reading, page_id: Option<String>) {
         if !reading.failed {
+            self.call_page = page_id;
             self.apply(at, text, reading);
         }
     }
@@ -501,6 +536,7 @@ impl Tracker {
         match self.page.apply(text, reading, !self.counting) {
             Applied::Tree => {
                 self.page_unseen = false;
+                self.page.page_id.clone_from(&self.call_page);
                 if !self.counting {
                     self.history.push(Seen {
                         item: at,

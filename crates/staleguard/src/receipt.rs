@@ -226,6 +226,7 @@ mod tests {
             ),
             refs: 0,
             images: 0,
+            lists_pages: false,
         }
     }
 

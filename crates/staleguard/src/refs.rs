@@ -20,7 +20,8 @@ fn is_id_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
-/// Argument keys that carry refs, at the top level or inside `fields[]`.
+/// Argument keys that carry refs, at the top level or inside the items of a
+/// [`REF_LISTS`] array: Playwright MCP's `ref`/`target` family, Chrome DevTools MCP's uids.
 pub const REF_KEYS: &[&str] = &[
     "ref",
     "target",
@@ -28,9 +29,29 @@ pub const REF_KEYS: &[&str] = &[
     "endRef",
     "startTarget",
     "endTarget",
+    "uid",
+    "from_uid",
+    "to_uid",
 ];
 
-/// The refs a call's arguments name: every ref-bearing key, `fields[].ref|target`, and
+/// Arguments whose items carry refs of their own: Playwright MCP's `fields[]`
+/// (`browser_fill_form`), Chrome DevTools MCP's `elements[]` (`fill_form`).
+pub const REF_LISTS: &[&str] = &["fields", "elements"];
+
+/// The objects of a call's arguments whose [`REF_KEYS`] name refs: the arguments
+/// themselves, then each item of a [`REF_LISTS`] array.
+pub fn ref_holders(
+    args: &serde_json::Map<String, Value>,
+) -> impl Iterator<Item = &serde_json::Map<String, Value>> {
+    let items = REF_LISTS
+        .iter()
+        .filter_map(|key| args.get(*key)?.as_array())
+        .flatten()
+        .filter_map(Value::as_object);
+    std::iter::once(args).chain(items)
+}
+
+/// The refs a call's arguments name: every ref-bearing key, those of [`REF_LISTS`] items, and
 /// agent-browser `@eN` tokens in string arguments.
 pub fn targets(arguments: &str) -> Vec<String> {
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
@@ -44,13 +65,7 @@ pub fn targets(arguments: &str) -> Vec<String> {
             }
         }
     };
-    take(&args);
-    if let Some(Value::Array(fields)) = args.get("fields") {
-        fields
-            .iter()
-            .filter_map(Value::as_object)
-            .for_each(&mut take);
-    }
+    ref_holders(&args).for_each(&mut take);
     for value in args.values() {
         if let Value::String(s) = value {
             refs.extend(at_refs(s));
@@ -59,6 +74,25 @@ pub fn targets(arguments: &str) -> Vec<String> {
     refs.sort();
     refs.dedup();
     refs
+}
+
+/// The page a call names (Chrome DevTools MCP's `pageId`, a number or a string), which scopes
+/// its refs: a uid is resolved on that page's newest snapshot.
+pub fn page_id(arguments: &str) -> Option<String> {
+    if !arguments.contains("pageId") {
+        return None;
+    }
+    let args: Value = serde_json::from_str(arguments).ok()?;
+    page_id_of(args.get("pageId")?)
+}
+
+/// A `pageId` argument's value as [`page_id`] reads it.
+pub fn page_id_of(value: &Value) -> Option<String> {
+    match value {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
 }
 
 /// `@e12` tokens (agent-browser commands such as `click @e4`): the ids, without the `@`.

@@ -85,6 +85,8 @@ pub struct Header {
     pub refs: usize,
     /// Images that arrived inside the text.
     pub images: usize,
+    /// It only lists the browser's pages ([`Observation::lists_pages`]).
+    pub lists_pages: bool,
 }
 
 impl Header {
@@ -98,6 +100,7 @@ impl Header {
             action: obs.action.as_deref().map(str::to_string),
             refs: obs.ref_count(),
             images: obs.images,
+            lists_pages: obs.lists_pages,
         }
     }
 

@@ -117,8 +117,16 @@ pub fn refusal(message: &str) -> String {
     format!("staleguard refused this call: {message}")
 }
 
-/// Refusal reason: the newest page state has no inline tree (a file-linked snapshot).
-pub const NEEDS_SNAPSHOT: &str = "The newest page state has no inline snapshot, so its refs are unknown. Take a fresh snapshot (browser_snapshot) and act on the refs it shows.";
+/// Refusal reason: the newest page state has no inline tree (a file-linked snapshot, a
+/// navigation or another page selected since the newest one); `tool` takes a fresh one.
+pub fn needs_snapshot(tool: &str) -> String {
+    format!("The page changed since the newest snapshot (it navigated, another page was opened or selected, or its newest state came without an inline snapshot), so its refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.")
+}
+
+/// Refusal reason: the call acts on page `page`, but the newest snapshot is of page `newest`.
+pub fn other_page(page: &str, newest: &str, tool: &str) -> String {
+    format!("the call acts on page {page}, but the newest snapshot is of page {newest}, so page {page}'s refs are unknown. Take a fresh snapshot of page {page} ({tool}) and act on the refs it shows.")
+}
 
 /// Refusal reason: ref `id` is on no page the model has seen.
 pub fn unknown_ref(id: &str) -> String {

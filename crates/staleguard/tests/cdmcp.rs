@@ -260,3 +260,161 @@ fn every_result_reads_as_a_snapshot_a_page_report_or_nothing() {
     }
     assert!(kinds.iter().all(|&k| k > 10), "{kinds:?}");
 }
+
+/// Every browser call that names a uid, with the guard's verdict before it and what the
+/// server answered: `(call id, verdict, server text)`.
+fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
+    use staleguard::transcript::Item;
+    let t = transcript(body);
+    let answer = |id: &str| {
+        t.items.iter().find_map(|i| match i {
+            Item::Result(r) if r.call_id.as_deref() == Some(id) => Some(r.text.to_string()),
+            _ => None,
+        })
+    };
+    staleguard::guard::verdicts(&t, &staleguard::Config::default())
+        .into_iter()
+        .filter_map(|(item, verdict)| match &t.items[item] {
+            Item::Call(c) if !staleguard::refs::targets(&c.arguments).is_empty() => {
+                Some((c.id.to_string(), verdict, answer(&c.id).unwrap_or_default()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The server's own words for a uid it could not act on (fixtures README, "What a stale
+/// uid gives").
+fn server_rejected_as_stale(answer: &str) -> bool {
+    answer.starts_with("Error: Element uid ") || answer.contains("no longer exists on the page")
+}
+
+/// The guard refuses every uid the server rejected as stale, and allows every uid that
+/// worked, except a repeated submission (the retried "Place order" that made a second
+/// order in the recordings). In all three request formats.
+#[test]
+fn the_guard_refuses_the_stale_uids_the_server_rejected_and_allows_the_rest() {
+    let (mut rejected, mut worked) = (0, 0);
+    for scenario in SCENARIOS {
+        for (format, body) in bodies(scenario) {
+            for (id, verdict, answer) in uid_calls(&body) {
+                let at = format!("{scenario} {format:?} {id}: {answer:.80}");
+                if server_rejected_as_stale(&answer) {
+                    rejected += 1;
+                    assert!(!verdict.is_allowed(), "stale uid allowed: {at}");
+                    continue;
+                }
+                worked += 1;
+                match verdict {
+                    staleguard::Verdict::Allow { .. } => {}
+                    staleguard::Verdict::Refuse { why, .. } => assert_eq!(
+                        why,
+                        staleguard::Refusal::RepeatedSubmission,
+                        "a uid that worked was refused: {at}"
+                    ),
+                }
+            }
+        }
+    }
+    // order call_13, order_inline call_10, rerender call_9; in three formats.
+    assert_eq!(rejected, 9);
+    assert!(worked > 30, "{worked} uid calls that worked");
+}
+
+/// Which refusal: a uid only in older snapshots is stale; a uid after a navigation that no
+/// snapshot has shown yet needs a snapshot first, and the refusal names the server's tool.
+#[test]
+fn refusals_say_whether_the_uid_is_stale_or_the_page_unseen() {
+    let kind = |scenario: &str, call: &str| {
+        let body = recorded(scenario, "openai");
+        let (_, verdict, _) = uid_calls(&body)
+            .into_iter()
+            .find(|(id, _, _)| id == call)
+            .expect("call recorded");
+        match verdict {
+            staleguard::Verdict::Refuse { why, message } => (why, message),
+            other => panic!("{scenario} {call} allowed: {other:?}"),
+        }
+    };
+    let (why, message) = kind("order", "call_13");
+    assert_eq!(why, staleguard::Refusal::NeedsSnapshot);
+    assert!(message.contains("(take_snapshot)"), "{message}");
+    let (why, message) = kind("order_inline", "call_10");
+    assert_eq!(why, staleguard::Refusal::StaleRef);
+    assert!(message.contains("6_5"), "{message}");
+    assert_eq!(kind("rerender", "call_9").0, staleguard::Refusal::StaleRef);
+}
+
+/// The guard's verdict on a call proposed after the whole of `body`.
+fn verdict_after(body: &str, name: &str, arguments: &str) -> staleguard::Verdict {
+    staleguard::guard::check(
+        &transcript(body),
+        name,
+        arguments,
+        &staleguard::Config::default(),
+    )
+}
+
+/// Page IDs scope uids: a uid of the newest snapshot is refused on another page, and a
+/// list of pages that names the same page selected changes nothing.
+#[test]
+fn page_ids_scope_uids_and_listing_pages_changes_nothing() {
+    let body = recorded("order", "openai");
+    let t = transcript(&body);
+    let (id, verdict, _) = uid_calls(&body)
+        .into_iter()
+        .rfind(|(_, v, _)| v.is_allowed())
+        .expect("an allowed uid call");
+    let call = t
+        .items
+        .iter()
+        .find_map(|i| match i {
+            staleguard::transcript::Item::Call(c) if c.id == id => Some(c.clone()),
+            _ => None,
+        })
+        .expect("call");
+    assert!(verdict.is_allowed());
+    // The same call on the same transcript up to it: allowed; on page 2: refused.
+    let mut args: Value = serde_json::from_str(&call.arguments).expect("JSON");
+    let upto = support::truncate(&body, call.message);
+    assert!(verdict_after(&upto, &call.name, &args.to_string()).is_allowed());
+    args["pageId"] = serde_json::json!(2);
+    match verdict_after(&upto, &call.name, &args.to_string()) {
+        staleguard::Verdict::Refuse { why, message } => {
+            assert_eq!(why, staleguard::Refusal::NeedsSnapshot);
+            assert!(message.contains("page 2"), "{message}");
+        }
+        other => panic!("uid on another page allowed: {other:?}"),
+    }
+    // list_pages naming page 1 selected, at the page's own URL: the uid stays actionable.
+    args["pageId"] = serde_json::json!(1);
+    let url = project(&upto)
+        .report
+        .results
+        .iter()
+        .rev()
+        .find_map(|r| r.url.clone())
+        .expect("a page URL");
+    let listed = extend(
+        &upto,
+        "list_pages",
+        &format!("## Pages\n1: Page ({url}) [selected]"),
+    );
+    assert!(verdict_after(&listed, &call.name, &args.to_string()).is_allowed());
+    let moved = extend(
+        &upto,
+        "list_pages",
+        "## Pages\n1: Other (http://127.0.0.1:8431/index.html) [selected]",
+    );
+    assert!(!verdict_after(&moved, &call.name, &args.to_string()).is_allowed());
+}
+
+/// The OpenAI body with one more call of `name` and its result `text`.
+fn extend(body: &str, name: &str, text: &str) -> String {
+    let mut v: Value = serde_json::from_str(body).expect("JSON");
+    let list = v["messages"].as_array_mut().expect("messages");
+    list.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_x", "type": "function", "function": {"name": name, "arguments": "{\"pageId\":1}"}}]}));
+    list.push(serde_json::json!({"role": "tool", "tool_call_id": "call_x", "content": text}));
+    v.to_string()
+}

@@ -1,5 +1,5 @@
 //! An MCP client over standard input and output, the test site, and the real
-//! `@playwright/mcp` servers the end-to-end tests drive.
+//! `@playwright/mcp` and `chrome-devtools-mcp` servers the end-to-end tests drive.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -45,6 +45,33 @@ pub fn server_command(version: &str) -> Vec<String> {
         "--no-sandbox".into(),
         "--executable-path".into(),
         chromium.to_string_lossy().into_owned(),
+    ]
+    .into()
+}
+
+/// The pinned `chrome-devtools-mcp` (tests/mcp/node/cdmcp-1.11.0) with the flags its
+/// recordings used (`../shared/fixtures/cdmcp-1.11.0/README.md`).
+pub fn cdmcp_command() -> Vec<String> {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "/usr/bin/chromium is missing: install Debian's Chromium (apt-get install -y chromium), or run scripts/test, which does"
+    );
+    let dir = workspace().join("tests/mcp/node/cdmcp-1.11.0");
+    let bin = dir.join("node_modules/.bin/chrome-devtools-mcp");
+    assert!(
+        bin.exists(),
+        "chrome-devtools-mcp 1.11.0 is not installed in {}: run `npm ci` there (PUPPETEER_SKIP_DOWNLOAD=1), or run scripts/test, which does",
+        dir.display()
+    );
+    [
+        bin.to_string_lossy().into_owned(),
+        "--headless".into(),
+        "--isolated".into(),
+        format!("--executablePath={}", chromium.display()),
+        "--chromeArg=--no-sandbox".into(),
+        "--no-usage-statistics".into(),
+        "--no-performance-crux".into(),
     ]
     .into()
 }
@@ -198,10 +225,12 @@ impl Client {
         let tools = self.tools();
         let click = tools
             .iter()
-            .find(|t| t["name"] == "browser_click")
-            .unwrap_or_else(|| panic!("no browser_click in {tools:?}"));
-        if click["inputSchema"]["properties"].get("target").is_some() {
-            self.ref_key = "target".into();
+            .find(|t| t["name"] == "browser_click" || t["name"] == "click")
+            .unwrap_or_else(|| panic!("no browser_click or click in {tools:?}"));
+        for key in ["target", "uid"] {
+            if click["inputSchema"]["properties"].get(key).is_some() {
+                self.ref_key = key.into();
+            }
         }
     }
 
@@ -322,6 +351,19 @@ pub fn text(result: &Value) -> String {
 
 pub fn is_error(result: &Value) -> bool {
     result["isError"] == json!(true)
+}
+
+/// The uid of the element whose Chrome DevTools MCP snapshot line holds `role "name"`.
+pub fn find_uid(page: &str, role: &str, name: &str) -> String {
+    let needle = format!(" {role} \"{name}\"");
+    page.lines()
+        .find(|l| l.contains(&needle))
+        .and_then(|l| {
+            let start = l.find("uid=")? + 4;
+            let end = l[start..].find(' ')? + start;
+            Some(l[start..end].to_string())
+        })
+        .unwrap_or_else(|| panic!("no {needle} with a uid in:\n{page}"))
 }
 
 /// The ref of the element whose line holds `role "name"`.

@@ -113,6 +113,7 @@ fn read(text: &str, full: bool) -> Option<Observation<'_>> {
             Section::Other => {}
         }
     }
+    obs.lists_pages = snapshot.is_none() && !named && opened.is_empty() && !obs.tabs.is_empty();
     if obs.tabs.is_empty() {
         obs.tabs = opened;
     }

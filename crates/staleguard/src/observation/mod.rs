@@ -147,6 +147,9 @@ pub struct Observation<'a> {
     /// `Observation: <uuid>`). It names the observation, not the page, so fingerprints
     /// leave it out.
     pub observation_id: Option<Cow<'a, str>>,
+    /// The result only lists the browser's pages (Chrome DevTools MCP's `list_pages`): it
+    /// says nothing changed, unless the page it lists as selected is not the one last seen.
+    pub lists_pages: bool,
 }
 
 impl<'a> Observation<'a> {
@@ -169,6 +172,7 @@ impl<'a> Observation<'a> {
             images: 0,
             document: None,
             observation_id: None,
+            lists_pages: false,
         }
     }
 
