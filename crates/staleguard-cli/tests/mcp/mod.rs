@@ -355,26 +355,22 @@ pub fn is_error(result: &Value) -> bool {
 
 /// The uid of the element whose Chrome DevTools MCP snapshot line holds `role "name"`.
 pub fn find_uid(page: &str, role: &str, name: &str) -> String {
-    let needle = format!(" {role} \"{name}\"");
-    page.lines()
-        .find(|l| l.contains(&needle))
-        .and_then(|l| {
-            let start = l.find("uid=")? + 4;
-            let end = l[start..].find(' ')? + start;
-            Some(l[start..end].to_string())
-        })
-        .unwrap_or_else(|| panic!("no {needle} with a uid in:\n{page}"))
+    token_on_line(page, &format!(" {role} \"{name}\""), "uid=", ' ')
 }
 
 /// The ref of the element whose line holds `role "name"`.
 pub fn find_ref(page: &str, role: &str, name: &str) -> String {
-    let needle = format!("{role} \"{name}\"");
+    token_on_line(page, &format!("{role} \"{name}\""), "[ref=", ']')
+}
+
+/// What follows `start` up to `end` on the first line that holds `needle` and `start`.
+fn token_on_line(page: &str, needle: &str, start: &str, end: char) -> String {
     page.lines()
-        .filter(|l| l.contains(&needle))
+        .filter(|l| l.contains(needle))
         .find_map(|l| {
-            let start = l.find("[ref=")? + 5;
-            let end = l[start..].find(']')? + start;
-            Some(l[start..end].to_string())
+            let from = l.find(start)? + start.len();
+            let to = l[from..].find(end)? + from;
+            Some(l[from..to].to_string())
         })
-        .unwrap_or_else(|| panic!("no {needle} with a ref in:\n{page}"))
+        .unwrap_or_else(|| panic!("no {needle} with {start} in:\n{page}"))
 }
