@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Real SDK clients for the proxy end-to-end tests (needs `pip install openai anthropic zstandard`).
+"""Real SDK clients for the proxy end-to-end tests (needs `pip install openai anthropic google-genai zstandard`).
 
 One call, one JSON line on standard output; the exit status is 1 when the call failed:
     clients.py openai-chat            BASE_URL BODY_FILE [--stream] [--header K:V]... [--timeout S]
     clients.py openai-responses       BASE_URL BODY_FILE [--stream] ...
     clients.py anthropic-messages     BASE_URL BODY_FILE [--stream] ...
     clients.py anthropic-count-tokens BASE_URL BODY_FILE ...
+    clients.py gemini-generate        BASE_URL BODY_FILE [--stream] ...   google-genai, with
+                                      GOOGLE_GEMINI_BASE_URL=BASE_URL; BODY_FILE is a
+                                      generateContent body with a "model" key
     clients.py raw METHOD URL [--body-file F] [--header K:V]... [--encoding gzip|zstd]
     clients.py metrics URL    GET a Prometheus text page and parse it with prometheus_client
 Several calls in one process (importing the SDKs is slow), one JSON line per call, exit 0:
@@ -13,8 +16,9 @@ Several calls in one process (importing the SDKs is slow), one JSON line per cal
                               "stream", "include_usage", "headers", "method", "encoding", "timeout"}
 Many concurrent streams through one AsyncOpenAI client; exit 1 unless every stream got its own echo:
     clients.py load BASE_URL N
-A Responses request built from a Chat Completions request:
+A Responses (or Gemini) request built from a Chat Completions request:
     clients.py chat-to-responses IN_FILE OUT_FILE
+    clients.py chat-to-gemini IN_FILE OUT_FILE      as Gemini CLI writes it
 
 A call's line: {"ok", "status", "headers", "text", "events", "event_types", "first_event_s",
 "total_s", "input_tokens", "usage", "error", "body"}; times in seconds from the start of the
@@ -35,6 +39,7 @@ import urllib.parse
 
 OPENAI_KEY = "sk-test-secret"
 ANTHROPIC_KEY = "sk-ant-test-secret"
+GEMINI_KEY = "AIza-test-secret"
 SHOWN_HEADERS = ("x-staleguard", "retry-after", "content-type", "x-request-id", "content-encoding")
 
 
@@ -179,6 +184,53 @@ def run_sdk(cmd, base_url, body_file, stream=False, headers=None, timeout=30.0, 
     return out
 
 
+def run_gemini(base_url, body_file, stream=False, headers=None, timeout=30.0):
+    """generate_content or generate_content_stream of google-genai, pointed at BASE_URL the way
+    the README says: GOOGLE_GEMINI_BASE_URL."""
+    import os
+    from google import genai
+    from google.genai import types
+    with open(body_file, encoding="utf-8") as f:
+        body = json.load(f)
+    out = {"cmd": "gemini-generate", "ok": False, "status": None, "headers": {}, "text": None, "events": 0,
+           "event_types": [], "first_event_s": None, "total_s": None, "usage": [], "error": None}
+    os.environ["GOOGLE_GEMINI_BASE_URL"] = base_url
+    client = genai.Client(api_key=GEMINI_KEY, http_options=types.HttpOptions(
+        headers=headers or None, timeout=int(timeout * 1000)))
+    config = types.GenerateContentConfig(system_instruction=body.get("systemInstruction"),
+                                         tools=body.get("tools"))
+    call = {"model": body["model"], "contents": body["contents"], "config": config}
+
+    def took(response):
+        if response.sdk_http_response is not None and out["status"] is None:
+            out["status"] = 200
+            out["headers"] = {k.lower(): v for k, v in (response.sdk_http_response.headers or {}).items()
+                              if k.lower() in SHOWN_HEADERS}
+        if response.usage_metadata is not None:
+            out["usage"].append(response.usage_metadata.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return response.text or ""
+
+    start = time.monotonic()
+    try:
+        if stream:
+            text = []
+            for chunk in client.models.generate_content_stream(**call):
+                if out["first_event_s"] is None:
+                    out["first_event_s"] = time.monotonic() - start
+                out["events"] += 1
+                out["event_types"].append("chunk")
+                text.append(took(chunk))
+            out["text"] = "".join(text)
+        else:
+            out["text"] = took(client.models.generate_content(**call))
+        out["ok"] = True
+    except Exception as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+        out["status"] = getattr(e, "code", None)
+    out["total_s"] = time.monotonic() - start
+    return out
+
+
 def run_raw(method, url, body_file=None, headers=None, encoding=None, timeout=30.0):
     """One plain HTTP/1.1 request with http.client; the body is sent as it is in the file."""
     body = None
@@ -246,6 +298,9 @@ def run_metrics(url, timeout=30.0):
 def run_entry(entry):
     if entry["cmd"] == "metrics":
         return run_metrics(entry["url"], entry.get("timeout", 30.0))
+    if entry["cmd"] == "gemini-generate":
+        return run_gemini(entry["base_url"], entry["body_file"], entry.get("stream", False),
+                          entry.get("headers"), entry.get("timeout", 30.0))
     if entry["cmd"] == "raw":
         return run_raw(entry.get("method", "POST"), entry["url"], entry.get("body_file"),
                        entry.get("headers"), entry.get("encoding"), entry.get("timeout", 30.0))
@@ -302,6 +357,43 @@ def chat_to_responses(chat):
     return {"model": chat.get("model", "gpt-4.1"), "input": items, "tools": tools}
 
 
+def chat_to_gemini(chat):
+    """The same conversation as Gemini CLI sends it: systemInstruction, model turns of functionCall
+    parts without ids, and the results of a turn in one user content of functionResponse parts
+    with the CLI's own ids and {"output": text}."""
+    contents, names, system = [], {}, None
+    for m in chat.get("messages", []):
+        role, content = m.get("role"), m.get("content")
+        text = content if isinstance(content, str) else ""
+        if role == "system":
+            system = {"parts": [{"text": text}]}
+        elif role == "user":
+            contents.append({"role": "user", "parts": [{"text": text}]})
+        elif role == "assistant":
+            parts = [{"text": text}] if text else []
+            for call in m.get("tool_calls") or []:
+                fn = call["function"]
+                names[call["id"]] = fn["name"]
+                parts.append({"functionCall": {"name": fn["name"], "args": json.loads(fn["arguments"] or "{}")}})
+            contents.append({"role": "model", "parts": parts})
+        elif role == "tool":
+            name = names.get(m["tool_call_id"], "")
+            part = {"functionResponse": {"id": f"{name}-1764550000-{m['tool_call_id']}", "name": name,
+                                         "response": {"output": content}}}
+            last = contents[-1] if contents else None
+            if last and last["role"] == "user" and "functionResponse" in last["parts"][0]:
+                last["parts"].append(part)
+            else:
+                contents.append({"role": "user", "parts": [part]})
+    declarations = [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
+                     "parametersJsonSchema": t["function"].get("parameters", {"type": "object"})}
+                    for t in chat.get("tools", [])]
+    body = {"model": "gemini-2.5-flash", "contents": contents, "tools": [{"functionDeclarations": declarations}]}
+    if system:
+        body["systemInstruction"] = system
+    return body
+
+
 def header_pairs(values):
     headers = {}
     for value in values or []:
@@ -313,7 +405,8 @@ def header_pairs(values):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    for cmd in ("openai-chat", "openai-responses", "anthropic-messages", "anthropic-count-tokens"):
+    for cmd in ("openai-chat", "openai-responses", "anthropic-messages", "anthropic-count-tokens",
+                "gemini-generate"):
         p = sub.add_parser(cmd)
         p.add_argument("base_url")
         p.add_argument("body_file")
@@ -334,9 +427,10 @@ def main():
     p = sub.add_parser("load")
     p.add_argument("base_url")
     p.add_argument("n", type=int)
-    p = sub.add_parser("chat-to-responses")
-    p.add_argument("input")
-    p.add_argument("output")
+    for cmd in ("chat-to-responses", "chat-to-gemini"):
+        p = sub.add_parser(cmd)
+        p.add_argument("input")
+        p.add_argument("output")
     args = parser.parse_args()
 
     if args.cmd == "batch":
@@ -349,18 +443,20 @@ def main():
         result = asyncio.run(load(args.base_url, args.n))
         print(json.dumps(result), flush=True)
         return 0 if result["ok"] == args.n else 1
-    if args.cmd == "chat-to-responses":
+    if args.cmd in ("chat-to-responses", "chat-to-gemini"):
+        convert = chat_to_responses if args.cmd == "chat-to-responses" else chat_to_gemini
         with open(args.input, encoding="utf-8") as f:
             chat = json.load(f)
         with open(args.output, "w", encoding="utf-8") as f:
-            json.dump(chat_to_responses(chat), f)
+            json.dump(convert(chat), f)
         return 0
     if args.cmd == "metrics":
         out = run_metrics(args.url)
     elif args.cmd == "raw":
         out = run_raw(args.method, args.url, args.body_file, header_pairs(args.header), args.encoding, args.timeout)
     else:
-        out = run_sdk(args.cmd, args.base_url, args.body_file, args.stream, header_pairs(args.header), args.timeout)
+        out = run_entry({"cmd": args.cmd, "base_url": args.base_url, "body_file": args.body_file,
+                         "stream": args.stream, "headers": header_pairs(args.header), "timeout": args.timeout})
     print(json.dumps(out), flush=True)
     if not out["ok"]:
         print(f"clients.py: {args.cmd} failed: status {out['status']}: {out['error']}", file=sys.stderr)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted model standing in for the OpenAI and Anthropic APIs (standard library only).
+"""A scripted model standing in for the OpenAI, Anthropic and Gemini APIs (standard library only).
 
     python3 tests/proxy/upstream.py [PORT]
 
@@ -12,6 +12,9 @@ It records every request (method, path with query, headers, raw body) and serves
   POST /v1/responses              OpenAI Responses, JSON or SSE
   POST /v1/messages               Anthropic Messages, JSON or SSE
   POST /v1/messages/count_tokens  {"input_tokens": N}
+  POST .../models/M:generateContent        Gemini, JSON
+  POST .../models/M:streamGenerateContent  Gemini, SSE with ?alt=sse, else one JSON array sent
+                                           answer by answer (Gemini's default stream)
   GET  /v1/models                 an OpenAI model list
 Anything else gets a 404 JSON error. The paths are matched by suffix, so a route prefix works too.
 
@@ -30,7 +33,8 @@ Every answer carries the `usage` the provider would send, cache fields included:
 counted as one token per 4 request bytes; OpenAI reports the part of it read from its cache
 (in 128-token steps, from 1,024 tokens on), Anthropic the parts read from and written to it.
 Chat Completions streams carry usage in a last chunk only with `stream_options.include_usage`,
-and then `"usage": null` on every other chunk. Each record says what was sent: `usage_sent`
+and then `"usage": null` on every other chunk. Gemini reports `usageMetadata` on every chunk,
+its cached tokens (`cachedContentTokenCount`) counted as OpenAI's are. Each record says what was sent: `usage_sent`
 (the usage objects in the order they went out) and `billed` (`cache_read`, `cache_write` and
 `uncached` input tokens).
 """
@@ -71,9 +75,11 @@ def text_of(content):
 
 
 def last_user_text(body):
-    """The newest user text of a Chat, Messages or Responses body, or None."""
+    """The newest user text of a Chat, Messages, Responses or Gemini body, or None."""
     if not isinstance(body, dict):
         return None
+    if isinstance(body.get("contents"), list):
+        return gemini_user_text(body["contents"])
     items = body.get("messages")
     if not isinstance(items, list):
         items = body.get("input")
@@ -86,6 +92,18 @@ def last_user_text(body):
             text = text_of(item.get("content"))
             if text:
                 return text
+    return None
+
+
+def gemini_user_text(contents):
+    """The newest text a user content of a Gemini body holds (function responses are not text)."""
+    for content in reversed(contents):
+        if not isinstance(content, dict) or content.get("role", "user") != "user":
+            continue
+        texts = [p["text"] for p in content.get("parts") or []
+                 if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
     return None
 
 
@@ -163,6 +181,14 @@ class Bill:
             "output_tokens": self.output if output_tokens is None else output_tokens,
             "service_tier": "standard",
         })
+
+    def gemini(self, candidates):
+        usage = {"promptTokenCount": self.prompt, "candidatesTokenCount": candidates,
+                 "totalTokenCount": self.prompt + candidates,
+                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": self.prompt}]}
+        if self.openai_cached():
+            usage["cachedContentTokenCount"] = self.openai_cached()
+        return self.send(usage)
 
     def message_delta(self):
         # Counts in message_delta are cumulative; the input ones repeat message_start's.
@@ -312,9 +338,35 @@ def messages_events(body, number, text, bill):
     yield "message_stop", {"type": "message_stop"}
 
 
+# ---------------------------------------------------------------- Gemini generateContent
+
+def gemini_answer(number, text, usage, finish=True):
+    candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    return {"candidates": [candidate], "usageMetadata": usage,
+            "modelVersion": "gemini-scripted", "responseId": f"scripted-{number}"}
+
+
+def gemini_json(body, number, text, bill):
+    return gemini_answer(number, text, bill.gemini(bill.output))
+
+
+def gemini_events(body, number, text, bill):
+    pieces = split_text(text)
+    done = 0
+    for i, piece in enumerate(pieces):
+        done += len(piece.split())
+        last = i == len(pieces) - 1
+        yield None, gemini_answer(number, piece, bill.gemini(done), finish=last)
+
+
 # ---------------------------------------------------------------- errors
 
 def error_body(provider, status, message):
+    if provider == "gemini":
+        code = {429: "RESOURCE_EXHAUSTED", 404: "NOT_FOUND"}.get(status, "INTERNAL")
+        return {"error": {"code": status, "message": message, "status": code}}
     if provider == "anthropic":
         kind = {429: "rate_limit_error", 404: "not_found_error"}.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
@@ -328,6 +380,8 @@ ENDPOINTS = [
     ("/chat/completions", "openai", chat_json, chat_events),
     ("/responses", "openai", responses_json, responses_events),
     ("/messages", "anthropic", messages_json, messages_events),
+    (":generateContent", "gemini", gemini_json, gemini_events),
+    (":streamGenerateContent", "gemini", gemini_json, gemini_events),
 ]
 
 
@@ -386,10 +440,32 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     @staticmethod
-    def sse(name, data):
+    def sse(name, data, end="\n"):
         payload = data if isinstance(data, str) else json.dumps(data)
-        head = f"event: {name}\n" if name else ""
-        return f"{head}data: {payload}\n\n".encode()
+        head = f"event: {name}{end}" if name else ""
+        return f"{head}data: {payload}{end}{end}".encode()
+
+    def gemini_stream(self, events, pause, sse):
+        """Gemini's stream: SSE events ending in CRLF CRLF, or the answers as one JSON array,
+        each element sent as it is made."""
+        if sse:
+            self.start_stream()
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        for i, (_, data) in enumerate(events):
+            if i > 0:
+                time.sleep(pause)
+            if sse:
+                self.send_chunk(self.sse(None, data, end="\r\n"))
+            else:
+                self.send_chunk((("[" if i == 0 else "\r\n,") + json.dumps(data)).encode())
+        if not sse:
+            self.send_chunk(b"]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def reset_connection(self):
         """Close the socket so that the peer gets a TCP RST, not a clean end."""
@@ -485,6 +561,9 @@ class Handler(BaseHTTPRequestHandler):
             rec["billed"] = bill.billed(provider)
         encoding = (self.headers.get("x-scripted-encoding") or "").strip().lower() or None
         request = parsed if isinstance(parsed, dict) else {}
+        if suffix == ":streamGenerateContent":
+            sse = "alt=sse" in (self.path.split("?", 1) + [""])[1].split("&")
+            return self.gemini_stream(events(request, number, text, bill), pause, sse)
         stream = request.get("stream") is True
         if not stream and fault != "reset":
             return self.send_json(200, answer(request, number, text, bill), encoding=encoding)

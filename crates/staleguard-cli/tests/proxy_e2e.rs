@@ -1,9 +1,9 @@
-//! `staleguard proxy` end to end, with real clients: the official `openai` and `anthropic`
-//! Python SDKs (`tests/proxy/clients.py`) talk to the proxy, and a scripted model
-//! (`tests/proxy/upstream.py`) stands in for the provider and records what it received.
+//! `staleguard proxy` end to end, with real clients: the official `openai`, `anthropic` and
+//! `google-genai` Python SDKs (`tests/proxy/clients.py`) talk to the proxy, and a scripted
+//! model (`tests/proxy/upstream.py`) stands in for the provider and records what it received.
 //!
-//! Needs `python3` with `pip install openai anthropic zstandard prometheus_client`. Without
-//! them every test fails with a message saying so: these tests never skip.
+//! Needs `python3` with `pip install openai anthropic google-genai zstandard prometheus_client`.
+//! Without them every test fails with a message saying so: these tests never skip.
 //!
 //! Every test has its own scripted model and its own proxy on their own ports. What the SDK
 //! sends is learned by sending the same call straight to the scripted model first; the proxy
@@ -22,6 +22,8 @@ use serde_json::{json, Value};
 
 const OPENAI_KEY: &str = "sk-test-secret";
 const ANTHROPIC_KEY: &str = "sk-ant-test-secret";
+/// What `clients.py` sends as `x-goog-api-key`, and the raw calls as `?key=`.
+const GEMINI_KEY: &str = "AIza-test-secret";
 /// The scripted model's pause between SSE events, in seconds.
 const PAUSE: f64 = 0.3;
 /// SSE events the scripted model sends for a Chat Completions stream, as the SDK counts them.
@@ -55,7 +57,7 @@ fn require_python() {
         let out = Command::new("python3")
             .args([
                 "-c",
-                "import openai, anthropic, zstandard, prometheus_client.parser; print(openai.__version__, anthropic.__version__)",
+                "import openai, anthropic, google.genai, zstandard, prometheus_client.parser; print(openai.__version__, anthropic.__version__, google.genai.__version__)",
             ])
             .output()
             .map_err(|e| format!("cannot run python3: {e}"))?;
@@ -70,7 +72,7 @@ fn require_python() {
     });
     if let Err(why) = ready {
         panic!(
-            "the proxy end-to-end tests need python3 and `pip install openai anthropic zstandard prometheus_client`: {why}"
+            "the proxy end-to-end tests need python3 and `pip install openai anthropic google-genai zstandard prometheus_client`: {why}"
         );
     }
 }
@@ -409,7 +411,7 @@ impl Drop for Proxy {
     fn drop(&mut self) {
         let log = self.stop();
         if !std::thread::panicking() {
-            for secret in [OPENAI_KEY, ANTHROPIC_KEY] {
+            for secret in [OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY] {
                 assert!(
                     !log.contains(secret),
                     "the proxy logged the API key {secret:?}:\n{log}"
@@ -600,6 +602,7 @@ fn check_pair(
     for name in [
         "authorization",
         "x-api-key",
+        "x-goog-api-key",
         "anthropic-version",
         "anthropic-beta",
         "content-type",
@@ -757,15 +760,30 @@ fn anthropic_messages_and_count_tokens_are_projected() {
 
 /// The recorded `order` session as a Responses request body.
 fn responses_body(work: &Work) -> PathBuf {
-    let responses = work.dir.join("order.responses.json");
-    let mut cmd = Command::new("python3");
-    cmd.arg(script("clients.py"))
-        .arg("chat-to-responses")
+    converted(work, "chat-to-responses", "order.responses.json")
+}
+
+/// The recorded `order` session as Gemini CLI would send it, with a `model` for the SDK.
+fn gemini_body(work: &Work) -> PathBuf {
+    converted(work, "chat-to-gemini", "order.gemini.json")
+}
+
+/// The recorded `order` session converted by `clients.py <cmd>` into `name`.
+fn converted(work: &Work, cmd: &str, name: &str) -> PathBuf {
+    let out = work.dir.join(name);
+    let mut command = Command::new("python3");
+    command
+        .arg(script("clients.py"))
+        .arg(cmd)
         .arg(fixture("pwmcp-0.0.41/order.openai.json"))
-        .arg(&responses);
-    let (ok, _, err) = run_limited(cmd, Duration::from_secs(30), "clients.py chat-to-responses");
+        .arg(&out);
+    let (ok, _, err) = run_limited(
+        command,
+        Duration::from_secs(30),
+        &format!("clients.py {cmd}"),
+    );
     assert!(ok, "{err}");
-    responses
+    out
 }
 
 #[test]
@@ -800,6 +818,108 @@ fn openai_responses_are_projected() {
             "the Responses body has no {kind} item"
         );
     }
+}
+
+/// `google-genai` pointed at the proxy with `GOOGLE_GEMINI_BASE_URL`: `generate_content` and
+/// `generate_content_stream` (`?alt=sse`) go upstream projected and their answers come back
+/// as the model sent them; Gemini's default stream (one JSON array) and a `?key=` in the
+/// query too. The log and `/metrics` count what `usageMetadata` billed; no key is logged.
+#[test]
+fn gemini_generate_content_is_projected_streamed_and_counted() {
+    let work = Work::new("gemini");
+    let body = gemini_body(&work);
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &["--log-json"], &[]);
+    // google-genai's default API version.
+    let model = "/v1/models/gemini-2.5-flash";
+    let paths = [
+        format!("{model}:generateContent"),
+        format!("{model}:streamGenerateContent?alt=sse"),
+    ];
+    let calls: Vec<_> = [false, true]
+        .into_iter()
+        .zip(&paths)
+        .map(|(stream, path)| {
+            (
+                sdk("gemini-generate", &up.origin(), &body, stream),
+                sdk("gemini-generate", &proxy.origin(), &body, stream),
+                path.as_str(),
+                format!("gemini stream={stream}"),
+            )
+        })
+        .collect();
+    run_pairs(&work, &up, &calls);
+    let sdk_out = clients(
+        &work,
+        &[
+            sdk("gemini-generate", &proxy.origin(), &body, false),
+            sdk("gemini-generate", &proxy.origin(), &body, true),
+        ],
+    );
+    let recs = up.requests();
+    let sent = rec_body(&recs[0]).as_bytes().to_vec();
+    for rec in &recs {
+        assert_eq!(rec_header(rec, "x-goog-api-key"), Some(GEMINI_KEY));
+    }
+    for (out, rec) in sdk_out.iter().zip(&recs[4..]) {
+        assert_ok(out, "gemini usage");
+        assert_eq!(
+            &out["usage"], &rec["usage_sent"],
+            "the SDK did not get the usageMetadata the model sent"
+        );
+    }
+
+    // Gemini's default stream, a JSON array, with the key in the query.
+    up.reset();
+    let file = work.file("gemini-sdk-body.json", &sent);
+    let url = format!(
+        "{}{model}:streamGenerateContent?key={GEMINI_KEY}",
+        proxy.origin()
+    );
+    let raw_out = clients(&work, &[raw("POST", &url, Some(&file), None)]).remove(0);
+    assert_eq!(raw_out["status"], 200, "{raw_out}");
+    assert!(collapsed(header(&raw_out, "x-staleguard"), "JSON-array stream") > 0);
+    let answers: Value =
+        serde_json::from_str(raw_out["body"].as_str().unwrap()).expect("JSON array");
+    let text: String = answers
+        .as_array()
+        .expect("an array of answers")
+        .iter()
+        .filter_map(|a| a["candidates"][0]["content"]["parts"][0]["text"].as_str())
+        .collect();
+    assert!(text.starts_with("echo: "), "{raw_out}");
+    let recs = up.requests();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        recs[0]["path"],
+        format!("{model}:streamGenerateContent?key={GEMINI_KEY}"),
+        "the query goes upstream"
+    );
+    assert_same_bytes(
+        &work,
+        rec_body(&recs[0]).as_bytes(),
+        &project(&work, &sent),
+        "JSON-array stream",
+    );
+    let last = answers.as_array().unwrap().last().unwrap();
+    let (read, _, uncached) = billed(&recs[0]);
+    assert_eq!(last["usageMetadata"]["cachedContentTokenCount"], read);
+
+    // Each request's line: format gemini, and the billed split read from usageMetadata.
+    let metrics = metrics_after(&work, &proxy, 5);
+    assert_eq!(requests_of(&metrics, "projected"), 5.0);
+    let lines = request_lines(&proxy.stop());
+    assert_eq!(lines.len(), 5, "{lines:#?}");
+    for l in &lines {
+        assert_eq!(l["format"], "gemini", "{l}");
+        assert_eq!(l["usage"], "read", "{l}");
+        assert_eq!(l["breakpoint"], "-", "{l}");
+        assert!(!l["path"].as_str().unwrap_or("").contains(GEMINI_KEY));
+    }
+    let last_line = lines.last().unwrap();
+    assert_eq!(last_line["cache_read_tokens"], read, "{last_line}");
+    assert_eq!(last_line["uncached_input_tokens"], uncached, "{last_line}");
+    assert_eq!(last_line["cache_write_tokens"], 0, "{last_line}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
-//! `staleguard proxy`: a drop-in HTTP proxy for the OpenAI and Anthropic APIs.
+//! `staleguard proxy`: a drop-in HTTP proxy for the OpenAI, Anthropic and Gemini APIs.
 //!
 //! Point an agent's base URL here. Model requests (`POST .../chat/completions`,
-//! `.../responses`, `.../messages`, `.../messages/count_tokens`) are projected by the
+//! `.../responses`, `.../messages`, `.../messages/count_tokens`,
+//! `.../models/{model}:generateContent` and `:streamGenerateContent`) are projected by the
 //! staleguard core before they go upstream; every other request passes through byte for
 //! byte, and every response, SSE included, streams back chunk by chunk. The proxy keeps no
 //! state between requests that changes an answer, so any number of them can run behind a
@@ -29,7 +30,7 @@ use exchange::{Exchange, Tallied};
 
 pub use config::ProxyConfig;
 pub use metrics::Metrics;
-pub use route::{Route, Routes};
+pub use route::{Route, Routes, GEMINI_UPSTREAM};
 
 /// Everything the proxy needs to run.
 #[derive(Debug, Clone)]
@@ -237,9 +238,26 @@ fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
         Some(RequestFormat::Responses)
     } else if path.ends_with("/messages") || path.ends_with("/messages/count_tokens") {
         Some(RequestFormat::Anthropic)
+    } else if is_gemini_generation(path) {
+        Some(RequestFormat::Gemini)
     } else {
         None
     }
+}
+
+/// Gemini's `.../models/{model}:generateContent` and `:streamGenerateContent` (tuned
+/// models and Vertex AI's `publishers/google/models/...` too). Both take the same request
+/// body; how the answer streams (`?alt=sse` or a JSON array) is the answer's business.
+/// `:countTokens` is not projected: its body may wrap the request in
+/// `generateContentRequest`, and a body the proxy cannot read must not be refused.
+fn is_gemini_generation(path: &str) -> bool {
+    let Some((resource, method)) = path.rsplit_once(':') else {
+        return false;
+    };
+    let in_models = resource
+        .rsplit_once('/')
+        .is_some_and(|(parent, _)| parent.ends_with("/models") || parent.ends_with("/tunedModels"));
+    in_models && matches!(method, "generateContent" | "streamGenerateContent")
 }
 
 /// Decodes and projects a model request body. A body that cannot be read goes upstream
@@ -478,4 +496,44 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response {
         body.to_string(),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_endpoints_and_their_formats() {
+        let post = |path: &str| model_format(&Method::POST, path);
+        for path in [
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+            "/v1/models/gemini-2.5-pro:generateContent",
+            "/v1beta/tunedModels/mine-01:generateContent",
+            "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent",
+        ] {
+            assert_eq!(post(path), Some(RequestFormat::Gemini), "{path}");
+            assert!(bills_input(path), "{path}");
+        }
+        for path in [
+            "/v1beta/models/gemini-2.5-flash:countTokens",
+            "/v1beta/models/gemini-2.5-flash:embedContent",
+            "/v1beta/models/gemini-2.5-flash",
+            "/v1beta/cachedContents",
+            "/v1beta/files:generateContent",
+            "/upload/v1beta/files",
+        ] {
+            assert_eq!(post(path), None, "{path}");
+        }
+        assert_eq!(
+            model_format(&Method::GET, "/v1beta/models/g:generateContent"),
+            None
+        );
+        assert_eq!(
+            post("/v1/chat/completions"),
+            Some(RequestFormat::OpenAiChat)
+        );
+        assert_eq!(post("/v1/messages"), Some(RequestFormat::Anthropic));
+        assert_eq!(post("/v1/responses"), Some(RequestFormat::Responses));
+    }
 }

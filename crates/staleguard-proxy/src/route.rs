@@ -2,6 +2,11 @@
 
 use axum::http::Uri;
 
+/// Where Gemini's API lives: `--upstream` for a proxy in front of Gemini alone, or
+/// `--route /v1beta=https://generativelanguage.googleapis.com/v1beta` beside another
+/// provider's upstream (Gemini clients keep their path under the base URL).
+pub const GEMINI_UPSTREAM: &str = "https://generativelanguage.googleapis.com";
+
 /// Requests whose path starts with `prefix` go to `upstream`, without the prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
@@ -128,6 +133,23 @@ mod tests {
         );
         let t = one.target(&"/v1/messages?x=1".parse().unwrap()).unwrap();
         assert_eq!(t.path(), "/v1/messages");
+    }
+
+    #[test]
+    fn gemini_beside_another_provider() {
+        let routes = Routes(vec![
+            Route::everything("https://api.openai.com").unwrap(),
+            Route::parse(&format!("/v1beta={GEMINI_UPSTREAM}/v1beta")).unwrap(),
+        ]);
+        assert_eq!(
+            target(&routes, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+                .as_deref(),
+            Some("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+        );
+        assert_eq!(
+            target(&routes, "/v1/chat/completions").as_deref(),
+            Some("https://api.openai.com/v1/chat/completions")
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! they stream past to the client.
 //!
 //! The proxy never holds an answer back to read it. A JSON answer is copied (up to
-//! [`MAX_JSON_BYTES`]) and read when it has ended; an SSE answer goes through a small line
+//! [`MAX_JSON_BYTES`]) and read when it has ended (Gemini's default stream is one JSON
+//! array of answers); an SSE answer goes through a small line
 //! scanner that keeps only the event being received, so chunks may split lines anywhere.
 //! gzip, deflate and zstd answers are decoded on the side, chunk by chunk; any other
 //! encoding is not counted, and the log says why.
@@ -112,12 +113,15 @@ fn merge_details(earlier: &mut Option<Details>, later: Option<Details>) {
 }
 
 /// Where the usage sits in an answer or event: at the top (JSON answers, Chat chunks,
-/// Anthropic `message_delta`), in `message` (Anthropic `message_start`) or in `response`
-/// (Responses `response.completed`). A field of another shape is not usage and is ignored.
+/// Anthropic `message_delta`), in `message` (Anthropic `message_start`), in `response`
+/// (Responses `response.completed`) or in `usageMetadata` (Gemini, every chunk). A field of
+/// another shape is not usage and is ignored.
 #[derive(Deserialize)]
 struct Carrier {
     #[serde(default, deserialize_with = "lenient")]
     usage: Option<RawUsage>,
+    #[serde(rename = "usageMetadata", default, deserialize_with = "lenient")]
+    usage_metadata: Option<GeminiUsage>,
     #[serde(default, deserialize_with = "lenient")]
     message: Option<Nested>,
     #[serde(default, deserialize_with = "lenient")]
@@ -130,11 +134,34 @@ struct Nested {
     usage: Option<RawUsage>,
 }
 
+/// Gemini's counts: `promptTokenCount` counts the cached tokens too, as Chat Completions'
+/// `prompt_tokens` does, so they are read as those.
+#[derive(Deserialize)]
+struct GeminiUsage {
+    #[serde(rename = "promptTokenCount")]
+    prompt: Option<u64>,
+    #[serde(rename = "cachedContentTokenCount")]
+    cached: Option<u64>,
+}
+
+impl GeminiUsage {
+    fn raw(self) -> Option<RawUsage> {
+        Some(RawUsage {
+            prompt_tokens: Some(self.prompt?),
+            prompt_tokens_details: Some(Details {
+                cached_tokens: self.cached,
+            }),
+            ..RawUsage::default()
+        })
+    }
+}
+
 impl Carrier {
     fn usage(self) -> Option<RawUsage> {
         self.usage
             .or_else(|| self.message.and_then(|m| m.usage))
             .or_else(|| self.response.and_then(|r| r.usage))
+            .or_else(|| self.usage_metadata.and_then(GeminiUsage::raw))
     }
 }
 
@@ -263,14 +290,16 @@ struct Found {
 impl Found {
     fn read(&mut self, json: &[u8]) {
         match serde_json::from_slice::<Carrier>(json) {
-            Ok(carrier) => {
-                if let Some(usage) = carrier.usage() {
-                    self.usage
-                        .get_or_insert_with(RawUsage::default)
-                        .merge(usage);
-                }
-            }
+            Ok(carrier) => self.add(carrier),
             Err(_) => self.unreadable += 1,
+        }
+    }
+
+    fn add(&mut self, carrier: Carrier) {
+        if let Some(usage) = carrier.usage() {
+            self.usage
+                .get_or_insert_with(RawUsage::default)
+                .merge(usage);
         }
     }
 
@@ -283,20 +312,38 @@ impl Found {
     }
 }
 
-/// Whether some `"usage"` in the event is not followed by `null`. Page text cannot fake one:
-/// inside a JSON string its quotes are escaped.
+/// Whether some `"usage"` (or Gemini's `"usageMetadata"`) in the event is not followed by
+/// `null`. Page text cannot fake one: inside a JSON string its quotes are escaped.
 fn carries_usage(data: &[u8]) -> bool {
+    carries(data, b"\"usage\"") || carries(data, b"\"usageMetadata\"")
+}
+
+fn carries(data: &[u8], key: &[u8]) -> bool {
     let skip_space = |b: &[u8]| {
         b.iter()
             .position(|c| !c.is_ascii_whitespace())
             .unwrap_or(b.len())
     };
-    memchr::memmem::find_iter(data, b"\"usage\"").any(|at| {
-        let rest = &data[at + 7..];
+    memchr::memmem::find_iter(data, key).any(|at| {
+        let rest = &data[at + key.len()..];
         let rest = &rest[skip_space(rest)..];
         let rest = rest.strip_prefix(b":").unwrap_or(rest);
         !rest[skip_space(rest)..].starts_with(b"null")
     })
+}
+
+/// The usage of a JSON answer: one object, or Gemini's stream without `alt=sse`, a JSON
+/// array of answers whose later counts override earlier ones.
+fn json_usage(json: &[u8]) -> serde_json::Result<Option<RawUsage>> {
+    let first = json.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'[') {
+        return Ok(serde_json::from_slice::<Carrier>(json)?.usage());
+    }
+    let mut found = Found::default();
+    for carrier in serde_json::from_slice::<Vec<Carrier>>(json)? {
+        found.add(carrier);
+    }
+    Ok(found.usage)
 }
 
 /// The decoded answer goes here: a bounded copy of a JSON answer, or the SSE scanner.
@@ -332,8 +379,8 @@ impl Sink {
             Sink::Json { over: true, .. } => {
                 UsageRead::Skipped(format!("the answer is over {MAX_JSON_BYTES} bytes"))
             }
-            Sink::Json { copy, .. } => match serde_json::from_slice::<Carrier>(&copy) {
-                Ok(carrier) => outcome(carrier.usage(), None),
+            Sink::Json { copy, .. } => match json_usage(&copy) {
+                Ok(usage) => outcome(usage, None),
                 Err(_) => UsageRead::Skipped("the answer is not JSON".into()),
             },
             Sink::Sse {
@@ -554,6 +601,36 @@ mod tests {
         "\"output\":[],\"usage\":{\"input_tokens\":5000,\"input_tokens_details\":{\"cached_tokens\":4096},",
         "\"output_tokens\":20,\"total_tokens\":5020}}}\r\r"
     );
+
+    /// `streamGenerateContent?alt=sse`: every chunk has `usageMetadata`; the last counts.
+    const GEMINI_STREAM: &str = concat!(
+        "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"usage\"}],\"role\": \"model\"}}],",
+        "\"usageMetadata\": {\"promptTokenCount\": 5200,\"totalTokenCount\": 5201},\"modelVersion\": \"gemini-2.5-flash\"}\r\n\r\n",
+        "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \" done\"}],\"role\": \"model\"},",
+        "\"finishReason\": \"STOP\"}],\"usageMetadata\": {\"promptTokenCount\": 5200,\"cachedContentTokenCount\": 4096,",
+        "\"candidatesTokenCount\": 2,\"totalTokenCount\": 5202}}\r\n\r\n"
+    );
+
+    #[test]
+    fn gemini_answers_json_sse_and_json_array_stream() {
+        every_split(SSE, GEMINI_STREAM.as_bytes(), &usage(4096, 0, 1104));
+        let json = br#"{"candidates":[{"content":{"parts":[{"text":"x"}],"role":"model"}}],"usageMetadata":{"promptTokenCount":300,"cachedContentTokenCount":256,"candidatesTokenCount":1}}"#;
+        every_split(JSON, json, &usage(256, 0, 44));
+        let array = concat!(
+            "[{\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\"}]}}],\"usageMetadata\": {\"promptTokenCount\": 900}}\r\n,\r\n",
+            "{\"candidates\": [],\"usageMetadata\": {\"promptTokenCount\": 900,\"cachedContentTokenCount\": 512}}]"
+        );
+        every_split(JSON, array.as_bytes(), &usage(512, 0, 388));
+        let uncached = br#"{"usageMetadata":{"promptTokenCount":40,"totalTokenCount":41}}"#;
+        assert_eq!(read(JSON, None, &[uncached]), usage(0, 0, 40));
+        assert_eq!(
+            read(JSON, None, &[b"[{\"candidates\":[]}]"]),
+            UsageRead::Missing
+        );
+        assert!(carries_usage(
+            b"{\"usageMetadata\":{\"promptTokenCount\":1}}"
+        ));
+    }
 
     #[test]
     fn chat_stream_final_chunk_split_anywhere() {
