@@ -475,11 +475,10 @@ fn summarise(runs: Vec<Run>) -> Vec<StrategyReplay> {
 /// The request of every model turn: the messages (or input items) before each assistant
 /// turn, then the whole body, each with the client breakpoints `marks` asks for.
 fn turn_requests(session: &Value, marks: ClientMarks) -> Result<Vec<TurnRequest>, Failure> {
-    let key = if session.get("messages").is_some_and(Value::is_array) {
-        "messages"
-    } else {
-        "input"
-    };
+    let key = ["messages", "contents"]
+        .into_iter()
+        .find(|key| session.get(key).is_some_and(Value::is_array))
+        .unwrap_or("input");
     let items = facts::items(session);
     let mut starts: Vec<usize> = (0..items.len())
         .filter(|&i| is_assistant(&items[i]) && (i == 0 || !is_assistant(&items[i - 1])))
@@ -508,6 +507,7 @@ fn turn_requests(session: &Value, marks: ClientMarks) -> Result<Vec<TurnRequest>
 
 fn is_assistant(item: &Value) -> bool {
     item["role"] == "assistant"
+        || item["role"] == "model"
         || matches!(
             item["type"].as_str(),
             Some("function_call" | "custom_tool_call" | "reasoning")

@@ -69,36 +69,44 @@ pub fn place(session: &Value, facts: &[String], turn_starts: &[usize]) -> Vec<Pl
 fn final_answer(session: &Value) -> Option<(usize, String)> {
     let items = items(session);
     items.iter().enumerate().rev().find_map(|(i, item)| {
-        if item.get("role").and_then(Value::as_str) != Some("assistant") {
+        if !matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("assistant" | "model")
+        ) {
             return None;
         }
         let calls = item
             .get("tool_calls")
             .and_then(Value::as_array)
             .is_some_and(|c| !c.is_empty());
-        let content = item.get("content").unwrap_or(&Value::Null);
+        // Gemini's model turns hold `parts`, its calls `functionCall` parts.
+        let content = item.get("content").or_else(|| item.get("parts"));
+        let content = content.unwrap_or(&Value::Null);
         let uses_tool = content.as_array().is_some_and(|parts| {
-            parts
-                .iter()
-                .any(|p| p.get("type").and_then(Value::as_str) == Some("tool_use"))
+            parts.iter().any(|p| {
+                p.get("type").and_then(Value::as_str) == Some("tool_use")
+                    || p.get("functionCall").is_some()
+            })
         });
         let text = text_of(content);
         (!calls && !uses_tool && !text.trim().is_empty()).then_some((i, text))
     })
 }
 
-/// The messages (or Responses items) of a request.
+/// The messages (or Responses items, or Gemini contents) of a request.
 pub fn items(request: &Value) -> &[Value] {
     request
         .get("messages")
         .or_else(|| request.get("input"))
+        .or_else(|| request.get("contents"))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
 }
 
 /// The text of every tool result of a request, joined by newlines: OpenAI `tool` messages,
-/// Anthropic `tool_result` blocks, Responses `*_call_output` items, appended parts included.
+/// Anthropic `tool_result` blocks, Responses `*_call_output` items, Gemini
+/// `functionResponse` parts, appended parts included.
 pub fn tool_results_text(request: &Value) -> String {
     let mut out = Vec::new();
     for item in items(request) {
@@ -116,8 +124,28 @@ pub fn tool_results_text(request: &Value) -> String {
         if kind.ends_with("_call_output") {
             out.push(text_of(item.get("output").unwrap_or(&Value::Null)));
         }
+        for part in item
+            .get("parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(response) = part.pointer("/functionResponse/response") {
+                out.push(gemini_result_text(response));
+            }
+        }
     }
     out.join("\n")
+}
+
+/// The text of a Gemini function response, under the key its client put it (the keys
+/// `adapter::gemini` reads).
+fn gemini_result_text(response: &Value) -> String {
+    let value = ["output", "content", "result", "error"]
+        .into_iter()
+        .find_map(|key| response.get(key))
+        .unwrap_or(&Value::Null);
+    text_of(value.get("content").unwrap_or(value))
 }
 
 /// A string, or the text of a list's text parts joined by newlines.

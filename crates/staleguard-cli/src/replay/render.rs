@@ -11,8 +11,9 @@
 //! of text parts holding the same text render alike. Pieces are joined by newlines.
 //!
 //! Two additions the reference has no need of, as its bodies are OpenAI Chat ones: a
-//! top-level `system` (Anthropic) or `instructions` (Responses) is rendered after the tools,
-//! and Responses items render their `output` where messages have `content`. For the
+//! top-level `system` (Anthropic), `instructions` (Responses) or `systemInstruction`
+//! (Gemini) is rendered after the tools, and Responses items render their `output`, Gemini
+//! contents their `parts`, where messages have `content`. For the
 //! breakpoint model the rendering also records where each cacheable block ends and which of
 //! them carry `cache_control`, and leaves `cache_control` itself out (a marker is not
 //! prompt text: moving it does not change what is cached).
@@ -53,7 +54,7 @@ pub enum Markers {
 
 const CACHE_CONTROL: &str = "cache_control";
 
-/// Renders a request body (`messages` or Responses `input`).
+/// Renders a request body (`messages`, Responses `input` or Gemini `contents`).
 pub fn render(body: &Value, markers: Markers) -> Rendered {
     let mut r = Renderer {
         out: String::new(),
@@ -61,13 +62,15 @@ pub fn render(body: &Value, markers: Markers) -> Rendered {
         markers,
     };
     r.tools(body.get("tools"));
-    if let Some(system) = body.get("system").or_else(|| body.get("instructions")) {
+    let system = body.get("system").or_else(|| body.get("instructions"));
+    if let Some(system) = system.or_else(|| body.pointer("/systemInstruction/parts")) {
         r.out.push('\n');
         r.top_content(system);
     }
-    let (list, content_key) = match body.get("messages") {
-        Some(messages) => (messages, "content"),
-        None => (body.get("input").unwrap_or(&Value::Null), "output"),
+    let (list, content_key) = match (body.get("messages"), body.get("contents")) {
+        (Some(messages), _) => (messages, "content"),
+        (None, Some(contents)) => (contents, "parts"),
+        (None, None) => (body.get("input").unwrap_or(&Value::Null), "output"),
     };
     let mut message_starts = Vec::new();
     for item in list.as_array().map(Vec::as_slice).unwrap_or_default() {
