@@ -162,10 +162,13 @@ fn order_flow(version: &str) {
         Some(0),
         "clean exit when the client closes; stderr:\n{stderr}"
     );
-    assert!(
-        stderr.contains("staleguard mcp: refused browser_click"),
-        "the operator sees refusals: {stderr}"
-    );
+    // Named the way the README names refusal kinds.
+    for kind in ["StaleRef", "RepeatedSubmission"] {
+        assert!(
+            stderr.contains(&format!("staleguard mcp: refused browser_click: {kind}")),
+            "the operator sees the {kind} refusal: {stderr}"
+        );
+    }
     // Only file-linked pages make the guard take a snapshot of its own.
     let own_snapshot = stderr.contains("taking a snapshot before the call");
     assert_eq!(own_snapshot, version == "0.0.83", "{version}: {stderr}");

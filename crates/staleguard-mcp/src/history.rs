@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use staleguard::archive::{Archive, ARCHIVE_TAG};
 
 /// The tool the relay adds to the server's tools.
-pub const HISTORY_TOOL: &str = "browser_history";
+pub use staleguard::tools::HISTORY_TOOL;
 
 /// The tool result for a call with `arguments`, `now` browser results into the session.
 pub fn answer(archive: &Archive, arguments: Option<&Value>, now: usize) -> Value {

@@ -284,8 +284,8 @@ impl Relay {
             .to_string();
         let mut arguments = arguments_of(&message);
         if self.options.namespace_refs {
-            if let Err(text) = self.unscope_arguments(&mut arguments) {
-                self.note(format!("refused {name}: a ref from another document"));
+            if let Err((why, text)) = self.unscope_arguments(&mut arguments) {
+                self.note(format!("refused {name}: {why:?}"));
                 return vec![to_client(&refusal(&id, &text))];
             }
         }
@@ -328,8 +328,9 @@ impl Relay {
         step
     }
 
-    /// Maps scoped refs back to the server's refs; a ref from another document is refused.
-    fn unscope_arguments(&self, arguments: &mut Value) -> Result<(), String> {
+    /// Maps scoped refs back to the server's refs; a ref from another document is refused:
+    /// stale when the document is older, unknown when the model has seen no such document.
+    fn unscope_arguments(&self, arguments: &mut Value) -> Result<(), (Refusal, String)> {
         let current = self.documents.number;
         let mut failure = None;
         for_each_ref(arguments, |value| {
@@ -337,7 +338,12 @@ impl Relay {
             if doc == current {
                 return Some(id.to_string());
             }
-            failure.get_or_insert_with(|| self.foreign_ref(value, doc));
+            let why = if doc < current {
+                Refusal::StaleRef
+            } else {
+                Refusal::UnknownRef
+            };
+            failure.get_or_insert_with(|| (why, self.foreign_ref(value, doc)));
             None
         });
         failure.map_or(Ok(()), Err)

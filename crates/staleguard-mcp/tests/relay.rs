@@ -257,16 +257,21 @@ fn memory_is_bounded() {
     );
 }
 
+/// The JSON-RPC lines of the recorded 0.0.41 `order` session.
+fn recorded_order() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/fixtures/pwmcp-0.0.41/order.mcp.jsonl"
+    );
+    std::fs::read_to_string(path).expect("the shared 0.0.41 order recording")
+}
+
 /// The recorded 0.0.41 session, replayed through the relay with the recorded client's raw
 /// refs: the call that cancelled the order, and the second "Place order", never reach the
 /// server.
 #[test]
 fn the_recorded_order_session_loses_no_order() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/pwmcp-0.0.41/order.mcp.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("the shared 0.0.41 order recording");
+    let text = recorded_order();
     let mut r = relay();
     let mut forwarded = std::collections::HashSet::new();
     let mut refused = Vec::new();
@@ -380,4 +385,76 @@ fn refs_are_scoped_in_whichever_text_part_holds_them() {
     let tree_text = content[2]["text"].as_str().expect("text");
     assert!(tree_text.contains("- button \"Buy\" [ref=d"), "{tree_text}");
     assert!(!tree_text.contains("[ref=e1]"), "{tree_text}");
+}
+
+/// One identity for one page: the recorded 0.0.41 session goes through the relay (refs
+/// scoped on the way), the model's request is built from what the client received, the
+/// proxy's projection collapses its older pages, and every receipt's observation ID, asked
+/// of `browser_history`, returns that page.
+#[test]
+fn a_receipt_id_leads_to_its_page_in_browser_history() {
+    let text = recorded_order();
+    let mut r = relay();
+    let mut calls = std::collections::HashMap::new();
+    let mut messages = vec![json!({"role": "user", "content": "Order 3 widgets for Ada."})];
+    for l in text.lines() {
+        let record: Value = serde_json::from_str(l).expect("record");
+        let msg = &record["msg"];
+        if record["dir"] == "client->server" {
+            for m in to_server(&r.from_client(&line(msg))) {
+                calls.insert(m["id"].to_string(), m["params"].clone());
+            }
+            continue;
+        }
+        let Some(params) = calls.remove(&msg["id"].to_string()) else {
+            r.from_server(&line(msg));
+            continue;
+        };
+        for answer in to_client(&r.from_server(&line(msg))) {
+            let Some(parts) = answer["result"]["content"].as_array() else {
+                continue;
+            };
+            let id = format!("call_{}", messages.len());
+            messages.push(
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": id, "type": "function", "function": {
+                    "name": params["name"], "arguments": params["arguments"].to_string()}}]}),
+            );
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": parts}));
+        }
+    }
+    let body = json!({"model": "m", "messages": messages}).to_string();
+    assert!(body.contains("[ref=d1e"), "the model was sent scoped refs");
+    let config = Config {
+        browser_history_compaction: true,
+        ..Config::default()
+    };
+    let projected =
+        staleguard::project_request(&body, staleguard::RequestFormat::OpenAiChat, &config)
+            .expect("projects");
+    let collapsed: Vec<_> = projected
+        .report
+        .results
+        .iter()
+        .filter(|res| res.status == staleguard::Status::Collapsed)
+        .collect();
+    assert!(collapsed.len() >= 3, "{} collapsed", collapsed.len());
+    for (n, res) in collapsed.iter().enumerate() {
+        let ask = call(
+            json!(format!("h{n}")),
+            "browser_history",
+            json!({"id": res.observation_id}),
+        );
+        let out = to_client(&r.from_client(&line(&ask)));
+        let page = out[0]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            page.starts_with("[staleguard archive]") && page.contains(&res.observation_id),
+            "receipt {} not in browser_history: {page:.200}",
+            res.observation_id
+        );
+        let url = res.url.as_deref().unwrap_or("?");
+        assert!(page.contains(url), "{url} not in {page:.300}");
+    }
 }

@@ -405,6 +405,8 @@ impl Tracker {
     ) -> Tracker {
         for event in session.events() {
             match event {
+                Event::Call(call) if crate::tools::is_own(call.tool) => {}
+                Event::Result(step) if crate::tools::is_own(step.tool) => {}
                 Event::Call(call) => {
                     on_call(&self, call.item, call.tool, call.arguments);
                     self.call(call.item, call.tool, call.arguments);

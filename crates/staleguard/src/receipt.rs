@@ -27,8 +27,11 @@ const ACTION_MAX_BYTES: usize = 48;
 const MAX_VERIFICATION_BYTES: usize = 1024;
 
 /// A short observation ID: 8 hex digits of a hash of the result text. It names the
-/// observation itself, so it stays the same when the transcript grows or is trimmed.
+/// observation itself, so it stays the same when the transcript grows or is trimmed, and
+/// whether or not the MCP guard scoped its refs on the way (`d3e7` reads as `e7`), so the
+/// proxy's receipt, the guard's refusal and `browser_history` name one page alike.
 pub fn observation_id(text: &str) -> String {
+    let text = crate::refs::unscoped(text);
     let hash = (xxhash_rust::xxh3::xxh3_64(text.as_bytes()) >> 32) as u32;
     // `format!("{hash:08x}")`, without the formatting machinery: this runs for every result.
     let digit = |i: u32| {

@@ -147,6 +147,38 @@ pub fn rescope<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Co
     Cow::Owned(out)
 }
 
+/// Undoes [`rescope`]: every `ref=d<N><id>` that follows `[` or a space, where `<id>` starts
+/// with a letter (server refs do: `e7`, `f1e3`), becomes `ref=<id>`. An observation's ID is
+/// taken over this form, so the page the MCP guard relayed with scoped refs and the page the
+/// model was sent have one ID. Text without such tokens is borrowed unchanged.
+pub fn unscoped(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut done = 0;
+    for at in memchr::memmem::find_iter(bytes, b"ref=d") {
+        if !matches!(at.checked_sub(1).map(|b| bytes[b]), Some(b'[' | b' ')) {
+            continue;
+        }
+        let number = at + 5;
+        let digits = bytes[number..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let id = number + digits;
+        if digits == 0 || !bytes.get(id).is_some_and(u8::is_ascii_alphabetic) {
+            continue;
+        }
+        // ASCII bytes only: both cuts fall on char boundaries.
+        out.push_str(&text[done..at + 4]);
+        done = id;
+    }
+    if done == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[done..]);
+    Cow::Owned(out)
+}
+
 /// Rewrites every ref token so that no format would read it as a ref:
 /// `ref=e5` becomes `ref:e5`, a Chrome DevTools MCP `uid=4_5` becomes `uid:4_5`, `@e5`
 /// becomes `(at)e5`, and a browser-use index `[33]<` becomes `(33)<`. Text without such tokens is borrowed unchanged.
@@ -255,6 +287,30 @@ pub fn has_ref_token(text: &str) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn unscoped_undoes_rescope() {
+        let tree =
+            "- button \"Go\" [ref=e7]\n- ref=f1e4 [unchanged]\n- text: see [ref=e99] and xref=e7";
+        let scoped = rescope(tree, 12, |id| id != "e99");
+        assert_ne!(scoped, tree);
+        assert_eq!(unscoped(&scoped), tree);
+        // Not ours: no digits, or no letter after them.
+        for kept in ["[ref=d7]", "[ref=dx7]", "[ref=d12]", "xref=d3e7", "[ref=d]"] {
+            assert!(matches!(unscoped(kept), Cow::Borrowed(_)), "{kept}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn unscoped_inverts_rescope_on_any_text(text in ".{0,200}", doc in 0u32..1000) {
+            let clean = unscoped(&text).into_owned();
+            // The guard scopes server refs, which start with a letter.
+            let server_ref = |id: &str| is_ref_id(id) && id.starts_with(|c: char| c.is_ascii_alphabetic());
+            let scoped = rescope(&clean, doc, server_ref).into_owned();
+            prop_assert_eq!(unscoped(&scoped), clean.as_str());
+        }
+    }
 
     #[test]
     fn rewrites_every_token_kind() {

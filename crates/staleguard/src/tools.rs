@@ -37,6 +37,15 @@ pub const DEFAULT_BROWSER_TOOLS: &[&str] = &[
     "emulate",
 ];
 
+/// The tool the MCP guard adds to the server's: read-only copies of older observations.
+pub const HISTORY_TOOL: &str = "browser_history";
+
+/// True for a tool of staleguard's own (behind any MCP prefix): reading its history acts on
+/// no page, so it is no browser step for progress and no page state for the guard.
+pub fn is_own(name: &str) -> bool {
+    strip_mcp_prefix(name) == HISTORY_TOOL
+}
+
 /// True when the server whose format named the page never reuses a ref id: Chrome DevTools
 /// MCP's uids (`4_5`) carry the number of the snapshot that first showed the node and
 /// persist while the node lives, so the MCP guard leaves them as they are instead of

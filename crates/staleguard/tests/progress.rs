@@ -356,3 +356,53 @@ fn counting_steps_equal_full_tracking_everywhere() {
     }
     assert!(steps > 300, "{steps} steps compared");
 }
+
+/// `browser_history` is staleguard's own tool: reading it acts on no page. Four reads after
+/// a page are no browser steps (no stall guidance), and the page's refs stay actionable,
+/// even though each read names an older page's URL and title.
+#[test]
+fn reading_browser_history_is_no_browser_step() {
+    let body = recorded("0.0.41", "order");
+    let results: Vec<String> = messages(&body)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    let live = results
+        .iter()
+        .rfind(|t| t.contains("[ref="))
+        .expect("a page");
+    let old = results
+        .iter()
+        .find(|t| t.contains("Confirm order"))
+        .expect("the confirm page");
+    let archived = format!(
+        "{} STALE observation 6480e3d7. This copy is read-only.\n{}",
+        staleguard::archive::ARCHIVE_TAG,
+        staleguard::refs::neutralise(old)
+    );
+    let mut steps = vec![("browser_snapshot", live.clone())];
+    for _ in 0..4 {
+        steps.push(("mcp__playwright__browser_history", archived.clone()));
+    }
+    let steps: Vec<(&str, &str)> = steps.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let session = chat_session(&steps, "What was the order total?");
+    let p = project(&session);
+    assert_eq!(guidance_of(&p), None, "history reads drew stall guidance");
+    assert_eq!(
+        progress::track(&transcript(&session), &on()).steps.len(),
+        1,
+        "one browser step: the snapshot"
+    );
+    let r = live
+        .lines()
+        .find_map(|l| Some(l.split("[ref=").nth(1)?.split(']').next()?.to_string()))
+        .expect("a ref");
+    let verdict = guard::check(
+        &transcript(&session),
+        "browser_click",
+        &format!("{{\"ref\":\"{r}\"}}"),
+        &on(),
+    );
+    assert!(verdict.is_allowed(), "{verdict:?}");
+}
