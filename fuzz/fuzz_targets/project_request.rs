@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         RequestFormat::OpenAiChat,
         RequestFormat::Anthropic,
         RequestFormat::Responses,
+        RequestFormat::Gemini,
     ] {
         if let Ok(projected) = project_request(body, format, &config) {
             assert!(is_json(&projected.body), "projection wrote invalid JSON");

@@ -5,7 +5,7 @@ mod support;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use staleguard::{RequestFormat, Status};
+use staleguard::{project_request, RequestFormat, Status};
 use support::formats::*;
 use support::*;
 
@@ -221,6 +221,58 @@ fn response_contents(v: &Value) -> Vec<usize> {
     (0..v["contents"].as_array().unwrap().len())
         .filter(|&i| !v["contents"][i]["parts"][0]["functionResponse"].is_null())
         .collect()
+}
+
+#[test]
+fn gemini_shapes_that_are_not_requests_are_clear_errors() {
+    let err = project_request("{\"messages\":[]}", RequestFormat::Gemini, &on()).unwrap_err();
+    assert!(err.to_string().contains("no `contents`"), "{err}");
+    // `contents` whose items have no `parts` is not told to be Gemini.
+    let err = project_request(
+        "{\"contents\":[{\"text\":\"x\"}]}",
+        RequestFormat::Auto,
+        &on(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("nor `contents`"), "{err}");
+    assert_eq!("Gemini".parse::<RequestFormat>(), Ok(RequestFormat::Gemini));
+    // Odd contents, parts and responses are kept byte for byte; the rest is projected.
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let mut v: Value = serde_json::from_str(&chat_to_gemini(&chat, GeminiClient::Cli)).unwrap();
+    let odd = serde_json::json!([null, 3, {"role": 7, "parts": []}, {"role": "user", "parts": "x"},
+        {"role": "user", "parts": [null, {"functionResponse": {"name": "browser_click", "response": 5}},
+        {"functionResponse": {"name": "nobody", "response": {"output": "orphan"}}}, {"functionCall": {"name": "x"}}]},
+        {"role": "model", "parts": [{"functionCall": {"args": {}}}, {"functionResponse": {"name": "y", "response": {"output": "z"}}}]}]);
+    let contents = v["contents"].as_array_mut().unwrap();
+    for (k, item) in odd.as_array().unwrap().iter().enumerate() {
+        contents.insert(1 + k, item.clone());
+    }
+    let body = v.to_string();
+    let p = project_as(&body, RequestFormat::Auto);
+    assert_eq!(p.format, RequestFormat::Gemini);
+    assert!(p.report.collapsed() > 0);
+    check_any(&body, &p, RequestFormat::Auto);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A Gemini body cut and spliced anywhere never panics, and what is projected is JSON.
+    #[test]
+    fn damaged_gemini_bodies_never_panic(cut in 0usize..30_000, junk in ".{0,8}") {
+        let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+        let body = chat_to_gemini(&chat, GeminiClient::PythonMcp);
+        let mut at = cut.min(body.len());
+        while !body.is_char_boundary(at) {
+            at -= 1;
+        }
+        let damaged = format!("{}{}{}", &body[..at], junk, &body[at..]);
+        for format in [RequestFormat::Auto, RequestFormat::Gemini] {
+            if let Ok(p) = project_request(&damaged, format, &on()) {
+                prop_assert!(serde_json::from_str::<Value>(&p.body).is_ok());
+            }
+        }
+    }
 }
 
 #[test]

@@ -135,7 +135,7 @@ fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
         return Err(Error::Shape {
             format: "model request",
             reason: format!(
-                "no `messages`, `input` or `contents` array (supported formats: {})",
+                "no `messages` or `input` array, nor `contents` (supported formats: {})",
                 RequestFormat::NAMES
             ),
         });
