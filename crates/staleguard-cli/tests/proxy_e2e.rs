@@ -1110,15 +1110,28 @@ fn an_upstream_that_is_down_gets_502_and_the_proxy_recovers() {
     let port = free_port();
     let proxy = start_proxy(&work, Some(&format!("http://127.0.0.1:{port}")), &[], &[]);
     let chat = fixture("pwmcp-0.0.41/order.openai.json");
-    let out = clients(&work, &[sdk("openai-chat", &proxy.v1(), &chat, false)]);
-    assert_eq!(
-        out[0]["status"], 502,
-        "connection refused upstream: {}",
-        out[0]
+    // Gemini's key in the query must not come back in the error, nor reach the log (Drop).
+    let gemini = format!(
+        "{}/v1beta/models/m:generateContent?key={GEMINI_KEY}",
+        proxy.origin()
     );
-    let body = out[0]["body"].as_str().unwrap_or("");
-    serde_json::from_str::<Value>(body)
-        .unwrap_or_else(|e| panic!("502 body is not JSON ({e}): {body:?}"));
+    let out = clients(
+        &work,
+        &[
+            sdk("openai-chat", &proxy.v1(), &chat, false),
+            raw("POST", &gemini, Some(&gemini_body(&work)), None),
+        ],
+    );
+    for result in &out {
+        assert_eq!(
+            result["status"], 502,
+            "connection refused upstream: {result}"
+        );
+        let body = result["body"].as_str().unwrap_or("");
+        serde_json::from_str::<Value>(body)
+            .unwrap_or_else(|e| panic!("502 body is not JSON ({e}): {body:?}"));
+        assert!(!body.contains(GEMINI_KEY), "{body}");
+    }
 
     let up = start_upstream(port);
     let out = clients(&work, &[sdk("openai-chat", &proxy.v1(), &chat, false)]);
