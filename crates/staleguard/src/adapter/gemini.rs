@@ -105,6 +105,15 @@ struct CallToolResult<'a> {
     is_error: Option<&'a RawValue>,
 }
 
+/// The calls of the latest model turn (one or more model contents in a row), which the
+/// responses after them answer.
+#[derive(Default)]
+struct Turn<'a> {
+    calls: Vec<Pending<'a>>,
+    /// The content read last was the model's: a model content after it continues the turn.
+    in_model_turn: bool,
+}
+
 /// A call of the latest model turn: the id its response is paired by, and whether a
 /// response took it already.
 struct Pending<'a> {
@@ -127,11 +136,11 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
-    let mut pending = Vec::new();
+    let mut turn = Turn::default();
     if let Some(List::Items(contents)) = envelope.contents {
         for (index, content) in contents.into_iter().enumerate() {
             match content {
-                Some(c) => read_content(&mut request, &mut pending, index, c),
+                Some(c) => read_content(&mut request, &mut turn, index, c),
                 None => request.push(Item::Other),
             }
         }
@@ -141,7 +150,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
 
 fn read_content<'a>(
     request: &mut WireRequest<'a>,
-    pending: &mut Vec<Pending<'a>>,
+    turn: &mut Turn<'a>,
     index: usize,
     content: Content<'a>,
 ) {
@@ -157,12 +166,14 @@ fn read_content<'a>(
     let Some(List::Items(parts)) = content.parts else {
         return request.push(Item::Other);
     };
-    if role == Role::Assistant {
-        pending.clear();
+    let model = role == Role::Assistant;
+    if model && !turn.in_model_turn {
+        turn.calls.clear();
     }
+    turn.in_model_turn = model;
     for (at, part) in parts.into_iter().enumerate() {
         match part {
-            Some(part) => read_part(request, pending, (index, at), role, part),
+            Some(part) => read_part(request, &mut turn.calls, (index, at), role, part),
             None => request.push(Item::Other),
         }
     }
@@ -310,6 +321,20 @@ mod tests {
         };
         assert!(r.is_error);
         assert_eq!(r.text, "bad");
+    }
+
+    #[test]
+    fn a_turn_is_the_model_contents_in_a_row_and_ends_at_the_next() {
+        let body = r#"{"contents":[
+            {"role":"model","parts":[{"text":"thinking aloud"}]},
+            {"role":"model","parts":[{"functionCall":{"name":"a"}}]},
+            {"role":"model","parts":[{"functionCall":{"name":"b"}}]},
+            {"role":"user","parts":[{"functionResponse":{"name":"b","response":{"output":"1"}}},{"functionResponse":{"name":"a","response":{"output":"2"}}}]},
+            {"role":"model","parts":[{"text":"next"}]},
+            {"role":"user","parts":[{"functionResponse":{"name":"a","response":{"output":"late"}}}]}
+        ]}"#;
+        let t = read(body).unwrap().into_transcript();
+        assert_eq!(t.pair_calls()[3..], [Some(2), Some(1), None, None]);
     }
 
     #[test]
