@@ -360,7 +360,7 @@ def chat_to_responses(chat):
 def chat_to_gemini(chat):
     """The same conversation as Gemini CLI sends it: systemInstruction, model turns of functionCall
     parts without ids, and the results of a turn in one user content of functionResponse parts
-    with the CLI's own ids and {"output": text}."""
+    with the CLI's own ids and {"output": text}, the MCP text wrapped as the CLI wraps it."""
     contents, names, system = [], {}, None
     for m in chat.get("messages", []):
         role, content = m.get("role"), m.get("content")
@@ -378,8 +378,10 @@ def chat_to_gemini(chat):
             contents.append({"role": "model", "parts": parts})
         elif role == "tool":
             name = names.get(m["tool_call_id"], "")
+            untrusted = content.replace("</untrusted_context>", "&lt;/untrusted_context&gt;")
+            output = f"<untrusted_context>\n{untrusted}\n</untrusted_context>"
             part = {"functionResponse": {"id": f"{name}-1764550000-{m['tool_call_id']}", "name": name,
-                                         "response": {"output": content}}}
+                                         "response": {"output": output}}}
             last = contents[-1] if contents else None
             if last and last["role"] == "user" and "functionResponse" in last["parts"][0]:
                 last["parts"].append(part)

@@ -8,7 +8,8 @@
 //! `response` is any JSON object; the text of a tool result sits under a key the client
 //! chose. The shapes real clients send are read:
 //! - `{"output": "..."}`: Gemini CLI, for MCP tools too (their text parts joined with
-//!   `\n`); `{"error": "..."}` for a failed call.
+//!   `\n`, each wrapped in `<untrusted_context>` tags, which the transcript leaves out so
+//!   that a page has the ID the MCP guard gives it); `{"error": "..."}` for a failed call.
 //! - `{"content": [MCP content], "isError": ...}`: an MCP `CallToolResult` as it is, as
 //!   the `@google/genai` MCP adapter passes it on.
 //! - `{"result": ...}` / `{"error": ...}` holding a string or a `CallToolResult`:
@@ -259,7 +260,34 @@ fn read_response<'a>(
 ) {
     match response.and_then(result_text) {
         Some((raw, is_error)) => request.push_result(index, call_id, Some(raw), "text", is_error),
-        None => request.push(Item::Other),
+        None => return request.push(Item::Other),
+    }
+    if let Some(result) = request.last_result() {
+        if let Some(own) = unwrap_untrusted(&result.text) {
+            result.text = Cow::Owned(own);
+        }
+    }
+}
+
+const UNTRUSTED_OPEN: &str = "<untrusted_context>\n";
+const UNTRUSTED_CLOSE: &str = "\n</untrusted_context>";
+
+/// The tool's own text of a result Gemini CLI wrapped: each MCP text block as
+/// `<untrusted_context>\n{text}\n</untrusted_context>` (a closing tag inside escaped as
+/// `&lt;/untrusted_context&gt;`), the blocks joined with `\n`. `None` unless the whole text
+/// is such blocks: anything else is kept as it is.
+fn unwrap_untrusted(text: &str) -> Option<String> {
+    let mut rest = text.strip_prefix(UNTRUSTED_OPEN)?;
+    let mut own = String::with_capacity(text.len());
+    loop {
+        let end = rest.find(UNTRUSTED_CLOSE)?;
+        own.push_str(&rest[..end].replace("&lt;/untrusted_context&gt;", "</untrusted_context>"));
+        rest = &rest[end + UNTRUSTED_CLOSE.len()..];
+        if rest.is_empty() {
+            return Some(own);
+        }
+        rest = rest.strip_prefix('\n')?.strip_prefix(UNTRUSTED_OPEN)?;
+        own.push('\n');
     }
 }
 
@@ -335,6 +363,28 @@ mod tests {
         ]}"#;
         let t = read(body).unwrap().into_transcript();
         assert_eq!(t.pair_calls()[3..], [Some(2), Some(1), None, None]);
+    }
+
+    #[test]
+    fn gemini_clis_untrusted_context_tags_are_left_out() {
+        let wrap = |t: &str| format!("<untrusted_context>\n{t}\n</untrusted_context>");
+        let cases = [
+            (wrap("### Page"), Some("### Page".to_string())),
+            (
+                format!("{}\n{}", wrap("a"), wrap("b &lt;/untrusted_context&gt; c")),
+                Some("a\nb </untrusted_context> c".to_string()),
+            ),
+            (wrap(""), Some(String::new())),
+            (
+                format!("{}\n[Tool 'x' provided image data]", wrap("a")),
+                None,
+            ),
+            (format!("note {}", wrap("a")), None),
+            ("<untrusted_context>\nunclosed".to_string(), None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(unwrap_untrusted(&text), want, "{text:?}");
+        }
     }
 
     #[test]

@@ -164,6 +164,14 @@ impl<'a> WireRequest<'a> {
         self.spans.push(None);
     }
 
+    /// The newest item when it is a result: a reader may set its text to the tool's own.
+    pub(crate) fn last_result(&mut self) -> Option<&mut ToolResult<'a>> {
+        match self.transcript.items.last_mut() {
+            Some(Item::Result(result)) => Some(result),
+            _ => None,
+        }
+    }
+
     /// Adds the tool result of message `index` whose content value is `raw` (text parts of
     /// type `text_type`); a result whose content cannot be read is kept as `Other`.
     pub(crate) fn push_result(

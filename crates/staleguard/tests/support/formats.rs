@@ -220,8 +220,8 @@ pub fn chat_to_responses(chat: &str) -> String {
 /// How a Gemini client writes calls and results, for [`chat_to_gemini`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GeminiClient {
-    /// Gemini CLI: the API's calls carry no `id`, the CLI answers with ids of its own and
-    /// `{"output": text}`.
+    /// Gemini CLI (0.61.0): the API's calls carry no `id`, the CLI answers with ids of its
+    /// own and `{"output": text}`, the MCP text inside `<untrusted_context>` tags.
     Cli,
     /// `google-genai` (Python) calling MCP tools: no ids, `{"result": CallToolResult}`.
     PythonMcp,
@@ -274,7 +274,8 @@ pub fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
                     GeminiClient::PythonMcp => {
                         json!({"result": {"content": [{"type": "text", "text": text}], "isError": false}})
                     }
-                    _ => json!({"output": m["content"]}),
+                    GeminiClient::Cli => json!({"output": untrusted(&text)}),
+                    GeminiClient::WithIds => json!({"output": m["content"]}),
                 };
                 let mut part = json!({"name": name, "response": response});
                 match client {
@@ -310,6 +311,12 @@ pub fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
         body["systemInstruction"] = system;
     }
     body.to_string()
+}
+
+/// MCP text as Gemini CLI hands it to the model (its `wrapUntrusted`).
+pub fn untrusted(text: &str) -> String {
+    let escaped = text.replace("</untrusted_context>", "&lt;/untrusted_context&gt;");
+    format!("<untrusted_context>\n{escaped}\n</untrusted_context>")
 }
 
 /// JSON pointers to the text value of every Gemini `functionResponse` that holds one in
