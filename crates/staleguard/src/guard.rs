@@ -70,20 +70,23 @@ fn describes(description: &str, element: &Element) -> bool {
 }
 
 /// The tool name and JSON arguments of one call as a request format writes it: an OpenAI
-/// `tool_calls` entry, an Anthropic `tool_use` block or a Responses `function_call` item.
-/// `None` when it names no tool. For hosts that take a proposed call from outside (the
-/// CLI's `check-call`, the Python package's `check_call`).
+/// `tool_calls` entry, an Anthropic `tool_use` block, a Responses `function_call` item or a
+/// Gemini `functionCall` part (or its inside). `None` when it names no tool. For hosts that
+/// take a proposed call from outside (the CLI's `check-call`, the Python package's
+/// `check_call`).
 pub fn proposed_call(call: &Value) -> Option<(String, String)> {
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
+    let call = call.get("functionCall").unwrap_or(call);
     let (name, arguments) = if let Some(f) = call.get("function") {
         (f.get("name"), f.get("arguments").map(text))
     } else if call.get("type").and_then(Value::as_str) == Some("tool_use") {
         (call.get("name"), call.get("input").map(text))
     } else {
-        (call.get("name"), call.get("arguments").map(text))
+        let arguments = call.get("arguments").or_else(|| call.get("args"));
+        (call.get("name"), arguments.map(text))
     };
     let name = name?.as_str()?.to_string();
     Some((name, arguments.unwrap_or_else(|| "{}".into())))
@@ -230,4 +233,31 @@ fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {
             flag.reason,
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The same call, as each request format writes it, reads as one name and one set of
+    /// arguments: a Gemini call's `args` are not lost (a lost argument would be allowed).
+    #[test]
+    fn a_proposed_call_reads_alike_in_every_format() {
+        let args = json!({"ref": "e7", "element": "Place order"});
+        let calls = [
+            json!({"id": "c", "type": "function", "function": {"name": "browser_click", "arguments": args.to_string()}}),
+            json!({"type": "tool_use", "id": "c", "name": "browser_click", "input": args}),
+            json!({"type": "function_call", "call_id": "c", "name": "browser_click", "arguments": args.to_string()}),
+            json!({"functionCall": {"name": "browser_click", "args": args}}),
+            json!({"name": "browser_click", "args": args}),
+        ];
+        for call in calls {
+            let (name, arguments) = proposed_call(&call).expect("a call");
+            assert_eq!(name, "browser_click", "{call}");
+            let read: Value = serde_json::from_str(&arguments).expect("JSON arguments");
+            assert_eq!(read, args, "{call}");
+        }
+        assert_eq!(proposed_call(&json!({"args": {}})), None);
+    }
 }
