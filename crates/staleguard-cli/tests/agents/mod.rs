@@ -1,0 +1,358 @@
+//! The harness of the real-agent end-to-end tests: a throwaway home for the agent, the
+//! scripted model (`tests/agents/model.py`, as the model or as a recording relay), the proxy,
+//! and the agent run to its end within a time limit.
+//!
+//! The chain an agent test builds: agent -> relay (records what the agent sent) -> `staleguard
+//! proxy` -> scripted model (records what the proxy forwarded and answers as a real model
+//! would), with the agent's browser MCP server behind `staleguard mcp`.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scratch directory for one test, kept (and named) when the test fails.
+pub struct Scratch {
+    pub dir: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "staleguard-agent-e2e-{}-{name}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create the scratch directory");
+        Scratch { dir }
+    }
+
+    /// A folder of the scratch directory, created.
+    pub fn folder(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        fs::create_dir_all(&path).expect("create a scratch folder");
+        path
+    }
+
+    /// A throwaway home: `HOME`, the XDG folders and `TMPDIR` inside the scratch directory,
+    /// as (name, value) pairs for the agent's environment.
+    pub fn home_env(&self) -> Vec<(String, String)> {
+        let home = self.folder("home");
+        let mut env = vec![("HOME".to_string(), home.display().to_string())];
+        for (key, sub) in [
+            ("XDG_CONFIG_HOME", ".config"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ] {
+            let path = home.join(sub);
+            fs::create_dir_all(&path).expect("create an XDG folder");
+            env.push((key.into(), path.display().to_string()));
+        }
+        env.push(("TMPDIR".into(), self.folder("tmp").display().to_string()));
+        env
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        kill_processes_under(&self.dir);
+        if std::thread::panicking() {
+            eprintln!("scratch files kept in {}", self.dir.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Kills, by process id, every process whose command line names `dir` (a browser whose
+/// profile sits in the scratch `TMPDIR` and that its MCP server left behind). Returns how many.
+pub fn kill_processes_under(dir: &Path) -> usize {
+    // With the separator: another test's folder may start with this one's name.
+    let needle = format!("{}/", dir.display());
+    let mut killed = 0;
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if pid as u32 != std::process::id() && String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            killed += 1;
+        }
+    }
+    killed
+}
+
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// A child process that is killed when the guard goes.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A plain HTTP/1.0 GET on 127.0.0.1: (status, body).
+pub fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect 127.0.0.1:{port}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("send the request");
+    let mut data = Vec::new();
+    stream.read_to_end(&mut data).expect("read the answer");
+    let split = data
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers from :{port}{path}"));
+    let head = String::from_utf8_lossy(&data[..split]);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head:?}"));
+    (status, data[split + 4..].to_vec())
+}
+
+/// One request the scripted model (or relay) received.
+pub struct Record {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// The model's answer: `{"tool", "arguments", "text"}` (the relay answers nothing).
+    pub answer: Value,
+}
+
+impl Record {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("{} body is not JSON ({e}): {:.300}", self.path, self.body))
+    }
+}
+
+/// `tests/agents/model.py`: the scripted model, or with `relay` a recording relay to it.
+pub struct Model {
+    _proc: Running,
+    pub port: u16,
+}
+
+impl Model {
+    pub fn start(relay: Option<&str>) -> Model {
+        let script = repo().join("tests/agents/model.py");
+        assert!(script.is_file(), "missing {}", script.display());
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script);
+        if let Some(url) = relay {
+            cmd.args(["--relay", url]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start python3 {}: {e}", script.display()));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the scripted model's port");
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("model.py printed {line:?}, not a port"));
+        Model {
+            _proc: Running(child),
+            port,
+        }
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Record> {
+        let (status, body) = http_get(self.port, "/_requests");
+        assert_eq!(status, 200, "GET /_requests");
+        let list: Vec<Value> = serde_json::from_slice(&body).expect("/_requests is JSON");
+        list.iter().map(record).collect()
+    }
+}
+
+fn record(rec: &Value) -> Record {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    Record {
+        path: text(&rec["path"]),
+        headers: rec["headers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|pair| (text(&pair[0]), text(&pair[1])))
+            .collect(),
+        body: text(&rec["body"]),
+        answer: rec["answer"].clone(),
+    }
+}
+
+/// `staleguard proxy` with compaction on, in front of `upstream`.
+pub struct Proxy {
+    proc: Option<Running>,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Proxy {
+    pub fn start(scratch: &Scratch, upstream: &str) -> Proxy {
+        let port = free_port();
+        let log = scratch.dir.join("proxy.stderr");
+        let child = Command::new(env!("CARGO_BIN_EXE_staleguard"))
+            .args(["proxy", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--upstream", upstream])
+            .env("BROWSER_HISTORY_COMPACTION", "on")
+            .env_remove("BROWSER_EVIDENCE_RETENTION")
+            .env_remove("BROWSER_PROGRESS_TRACKING")
+            .current_dir(&scratch.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(fs::File::create(&log).expect("proxy log")))
+            .spawn()
+            .expect("start staleguard proxy");
+        let mut proxy = Proxy {
+            proc: Some(Running(child)),
+            port,
+            log,
+        };
+        proxy.wait_ready();
+        proxy
+    }
+
+    fn wait_ready(&mut self) {
+        let addr: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(Running(child)) = self.proc.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!(
+                        "staleguard proxy exited at start-up ({status}):\n{}",
+                        self.log_text()
+                    );
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "staleguard proxy did not listen on {addr} within 10 s:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the proxy (its log lines are written when each answer has ended) and returns
+    /// its log.
+    pub fn stop(&mut self) -> String {
+        self.proc.take();
+        self.log_text()
+    }
+}
+
+/// What an agent run left: its exit, standard output and standard error.
+pub struct Finished {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+/// Runs `cmd` to its end within `limit`, killing it otherwise (and then failing).
+pub fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
+    let start = Instant::now();
+    let mut child = Running(
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}")),
+    );
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = read_all(Box::new(child.0.stdout.take().expect("stdout")));
+    let err = read_all(Box::new(child.0.stderr.take().expect("stderr")));
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("wait for the agent") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.0.kill();
+            let _ = child.0.wait();
+            let err = err.join().unwrap_or_default();
+            panic!("{what} did not finish within {limit:?}; stderr:\n{err}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Finished {
+        success: status.success(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        took: start.elapsed(),
+    }
+}
+
+/// `staleguard project --format auto` of `body` under the proxy's configuration: what the
+/// proxy must have forwarded for it.
+pub fn project(scratch: &Scratch, body: &str) -> String {
+    let file = scratch.dir.join("sent-body.json");
+    fs::write(&file, body).expect("write the body to project");
+    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
+        .args(["project", "--format", "auto"])
+        .arg(&file)
+        .env("BROWSER_HISTORY_COMPACTION", "on")
+        .env_remove("BROWSER_EVIDENCE_RETENTION")
+        .env_remove("BROWSER_PROGRESS_TRACKING")
+        .output()
+        .expect("run staleguard project");
+    assert!(
+        out.status.success(),
+        "staleguard project: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the projection is UTF-8")
+}

@@ -1,0 +1,592 @@
+//! Claude Code end to end: Anthropic's CLI (`@anthropic-ai/claude-code` 2.1.328, pinned in
+//! `tests/mcp/node/claude-code-2.1.328`) runs headless (`claude -p`) with
+//! `ANTHROPIC_BASE_URL` at `staleguard proxy`, Playwright MCP 0.0.41 behind `staleguard mcp`
+//! and Debian's Chromium, on the shared order flow. The model is `tests/agents/model.py`,
+//! which acts as a real model would (it reads the newest page it was sent), and reuses the
+//! old "Place order" ref after the order is placed, as the recorded sessions did.
+//!
+//! A relay in front of the proxy records what Claude Code sent, so every request the model
+//! got is checked against exactly `staleguard project` of what the agent sent, and field by
+//! field: only browser results changed, Claude Code's own shapes (a `role: "system"` message
+//! in `messages`, `anthropic-beta` flags, adaptive thinking, `context_management`,
+//! `tool_reference` blocks from its ToolSearch) pass through.
+//!
+//! Needs the pinned package installed (`npm ci` in its folder, as `scripts/test` does),
+//! `python3`, Node.js for Playwright MCP and `/usr/bin/chromium`; without them the tests fail
+//! saying what to install.
+
+mod agents;
+// The MCP harness: this test uses its site and server command only.
+#[allow(dead_code)]
+mod mcp;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use agents::{free_port, project, repo, run_limited, Finished, Model, Proxy, Record, Scratch};
+use serde_json::{json, Value};
+
+const VERSION: &str = "2.1.328";
+const API_KEY: &str = "sk-ant-e2e-dummy-key";
+/// A run of the flow takes about 12 s here; the limit is the issue's two minutes.
+const LIMIT: Duration = Duration::from_secs(120);
+const RECEIPT: &str = "[staleguard receipt]";
+const REFUSED: &str = "staleguard refused this call";
+
+/// The pinned `claude` binary, checked to start and to be the pinned version.
+fn claude_bin() -> PathBuf {
+    let dir = repo().join(format!("tests/mcp/node/claude-code-{VERSION}"));
+    let bin = dir.join("node_modules/.bin/claude");
+    assert!(
+        bin.exists(),
+        "Claude Code {VERSION} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
+        dir.display()
+    );
+    let out = Command::new(&bin)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && version.contains(VERSION),
+        "{} --version said {version:?} (stderr {:?}): reinstall it with `npm ci` in {}",
+        bin.display(),
+        String::from_utf8_lossy(&out.stderr),
+        dir.display()
+    );
+    bin
+}
+
+/// The MCP config the test hands Claude Code: Playwright MCP 0.0.41, behind `staleguard mcp`
+/// when `guarded`. `TMPDIR` keeps the browser's profile in the scratch folder, so a browser
+/// left behind can be found and killed.
+fn mcp_config(scratch: &Scratch, guarded: bool) -> PathBuf {
+    let server = mcp::server_command("0.0.41");
+    let (command, args) = if guarded {
+        let mut args = vec!["mcp".to_string(), "--".into()];
+        args.extend(server);
+        (env!("CARGO_BIN_EXE_staleguard").to_string(), args)
+    } else {
+        (server[0].clone(), server[1..].to_vec())
+    };
+    let tmp = scratch.folder("tmp").display().to_string();
+    let config = json!({"mcpServers": {"playwright": {
+        "type": "stdio", "command": command, "args": args, "env": {"TMPDIR": tmp}}}});
+    let path = scratch.dir.join("mcp.json");
+    std::fs::write(&path, config.to_string()).expect("write the MCP config");
+    path
+}
+
+/// `claude -p` on the order form at `site`, with `base_url` as its Anthropic API.
+fn run_claude(scratch: &Scratch, base_url: &str, site: &str, guarded: bool) -> Finished {
+    let bin = claude_bin();
+    let prompt = format!(
+        "Order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
+    );
+    // Anything not on 127.0.0.1 goes to a closed port: no network beyond this machine.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(&bin);
+    cmd.current_dir(scratch.folder("work"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(scratch.home_env())
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("HTTPS_PROXY", &nowhere)
+        .env("HTTP_PROXY", &nowhere)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["-p", &prompt, "--mcp-config"])
+        .arg(mcp_config(scratch, guarded))
+        .args(["--strict-mcp-config", "--allowedTools", "mcp__playwright"])
+        .args(["--output-format", "json", "--no-session-persistence"]);
+    let run = run_limited(cmd, LIMIT, "claude -p");
+    let leftovers = agents::kill_processes_under(&scratch.dir);
+    eprintln!(
+        "claude -p took {:.1} s; {leftovers} leftover processes killed",
+        run.took.as_secs_f64()
+    );
+    assert!(
+        run.success,
+        "claude -p failed:\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
+/// Claude Code's final answer (`--output-format json`).
+fn final_answer(run: &Finished) -> String {
+    let out: Value = serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|e| panic!("claude -p printed no JSON ({e}): {}", run.stdout));
+    assert_eq!(out["is_error"], json!(false), "{out}");
+    out["result"].as_str().unwrap_or_default().to_string()
+}
+
+// ------------------------------------------------------------------------------------------
+// Reading Anthropic bodies
+
+/// A tool result of a request: where it is, what it answers, its text.
+struct ToolResult {
+    at: (usize, usize),
+    call: String,
+    tool: String,
+    text: String,
+    is_error: bool,
+}
+
+fn content(message: &Value) -> Vec<Value> {
+    match &message["content"] {
+        Value::Array(blocks) => blocks.clone(),
+        Value::String(s) => vec![json!({"type": "text", "text": s})],
+        _ => Vec::new(),
+    }
+}
+
+fn result_text(block: &Value) -> String {
+    match &block["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Every content block of `body`'s messages with where it sits (message, block).
+fn blocks(body: &Value) -> Vec<((usize, usize), Value)> {
+    let messages = body["messages"].as_array().into_iter().flatten();
+    messages
+        .enumerate()
+        .flat_map(|(m, message)| {
+            content(message)
+                .into_iter()
+                .enumerate()
+                .map(move |(b, block)| ((m, b), block))
+        })
+        .collect()
+}
+
+/// Every tool result of `body`, in order, named by the tool its call used.
+fn tool_results(body: &Value) -> Vec<ToolResult> {
+    let mut tools = HashMap::new();
+    let mut results = Vec::new();
+    for (at, block) in blocks(body) {
+        let field = |key: &str| block[key].as_str().unwrap_or_default().to_string();
+        match block["type"].as_str() {
+            Some("tool_use") => {
+                tools.insert(field("id"), field("name"));
+            }
+            Some("tool_result") => {
+                let call = field("tool_use_id");
+                results.push(ToolResult {
+                    at,
+                    tool: tools.get(&call).cloned().unwrap_or_default(),
+                    call,
+                    text: result_text(&block),
+                    is_error: block["is_error"] == json!(true),
+                });
+            }
+            _ => {}
+        }
+    }
+    results
+}
+
+fn is_browser(tool: &str) -> bool {
+    tool.starts_with("mcp__playwright__browser_")
+}
+
+/// A result that shows a page (what staleguard collapses when a newer one follows).
+fn shows_page(text: &str) -> bool {
+    text.contains("- Page Snapshot:")
+}
+
+/// Where every `cache_control` of `body` sits: ("tools", 3, 0), ("system", 1, 0),
+/// ("messages", 4, 0) for block 0 of message 4.
+fn breakpoints(body: &Value) -> Vec<(&'static str, usize, usize)> {
+    let mut at = Vec::new();
+    for key in ["tools", "system"] {
+        for (i, item) in body[key].as_array().into_iter().flatten().enumerate() {
+            if item.get("cache_control").is_some() {
+                at.push((key, i, 0));
+            }
+        }
+    }
+    for ((m, b), block) in blocks(body) {
+        if block.get("cache_control").is_some() {
+            at.push(("messages", m, b));
+        }
+    }
+    at
+}
+
+/// The Messages requests of a record list, in order.
+fn messages(records: Vec<Record>) -> Vec<Record> {
+    records
+        .into_iter()
+        .filter(|r| {
+            r.path
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with("/v1/messages"))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// The checks
+
+/// The proxy forwarded exactly the projection of what Claude Code sent, request for request,
+/// with every header but the hop-by-hop ones unchanged.
+fn forwarded_projections(scratch: &Scratch, sent: &[Record], got: &[Record]) {
+    assert_eq!(
+        sent.len(),
+        got.len(),
+        "every Messages request Claude Code sent reached the model once"
+    );
+    for (i, (s, g)) in sent.iter().zip(got).enumerate() {
+        let want = project(scratch, &s.body);
+        assert!(
+            want == g.body,
+            "request {i}: the proxy did not forward `staleguard project` of what Claude Code sent"
+        );
+        for (name, value) in &s.headers {
+            let hop = ["host", "content-length", "connection", "transfer-encoding"];
+            if !hop.contains(&name.to_ascii_lowercase().as_str()) {
+                assert_eq!(
+                    g.header(name),
+                    Some(value.as_str()),
+                    "request {i}: header {name} changed on the way"
+                );
+            }
+        }
+    }
+}
+
+/// Claude Code's own request shapes are there and reach the model unchanged.
+fn claude_shapes_pass_through(sent: &[Record], got: &[Record]) {
+    let betas = sent[0].header("anthropic-beta").unwrap_or_default();
+    for beta in [
+        "context-management-2025-06-27",
+        "advanced-tool-use-2025-11-20",
+    ] {
+        assert!(betas.contains(beta), "Claude Code sends {beta}: {betas}");
+    }
+    assert!(
+        betas.split(',').count() >= 8,
+        "eight beta flags or more: {betas}"
+    );
+    let mut system_messages = 0;
+    let mut references = 0;
+    for (s, g) in sent.iter().zip(got) {
+        let (s, g) = (s.json(), g.json());
+        for key in [
+            "system",
+            "tools",
+            "thinking",
+            "context_management",
+            "metadata",
+            "model",
+        ] {
+            assert_eq!(s[key], g[key], "{key} passes through unchanged");
+        }
+        assert_eq!(g["thinking"]["type"], "adaptive", "{}", g["thinking"]);
+        assert!(
+            g["context_management"]["edits"].is_array(),
+            "{}",
+            g["context_management"]
+        );
+        let pairs = s["messages"].as_array().into_iter().flatten();
+        for (a, b) in pairs.zip(g["messages"].as_array().into_iter().flatten()) {
+            if a["role"] == "system" {
+                system_messages += 1;
+                assert_eq!(
+                    without_breakpoint(b, a),
+                    *a,
+                    "a system message passes through"
+                );
+            }
+        }
+        // ToolSearch's results; that they reach the model unchanged is checked with every
+        // other non-browser block in only_old_pages_collapsed.
+        for (_, block) in blocks(&g) {
+            let parts = block["content"].as_array().into_iter().flatten();
+            references += parts.filter(|p| p["type"] == "tool_reference").count();
+        }
+    }
+    assert!(
+        system_messages > 0,
+        "Claude Code sends role: \"system\" messages"
+    );
+    assert!(
+        references > 0,
+        "ToolSearch's tool_reference blocks reach the model"
+    );
+    // The MCP tools are deferred: the first request defines none of them, later ones define
+    // them with defer_loading once ToolSearch has returned their references.
+    let first = sent[0].json();
+    let names = |body: &Value| -> Vec<(String, bool)> {
+        body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap_or_default().to_string(),
+                    t["defer_loading"] == json!(true),
+                )
+            })
+            .collect()
+    };
+    assert!(
+        !names(&first).iter().any(|(n, _)| is_browser(n)),
+        "the first request defines no browser tool: {:?}",
+        names(&first)
+    );
+    let last = names(&sent[sent.len() - 1].json());
+    assert!(
+        last.iter()
+            .any(|(n, deferred)| n.ends_with("browser_navigate") && *deferred),
+        "{last:?}"
+    );
+}
+
+/// `got` with the `cache_control` keys that `sent` has not, removed.
+fn without_breakpoint(got: &Value, sent: &Value) -> Value {
+    match (got, sent) {
+        (Value::Object(g), Value::Object(s)) => Value::Object(
+            g.iter()
+                .filter(|(k, _)| *k != "cache_control" || s.contains_key(*k))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        without_breakpoint(v, s.get(k).unwrap_or(&Value::Null)),
+                    )
+                })
+                .collect(),
+        ),
+        (Value::Array(g), Value::Array(s)) => Value::Array(
+            g.iter()
+                .enumerate()
+                .map(|(i, v)| without_breakpoint(v, s.get(i).unwrap_or(&Value::Null)))
+                .collect(),
+        ),
+        _ => got.clone(),
+    }
+}
+
+/// Nothing but browser results changed, calls and results pair one to one, and every page
+/// but the newest reached the model as a receipt.
+fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
+    let (s_results, g_results) = (tool_results(sent), tool_results(got));
+    assert_eq!(
+        s_results.len(),
+        g_results.len(),
+        "request {i}: results kept"
+    );
+    let mut changed = Vec::new();
+    for (s, g) in s_results.iter().zip(&g_results) {
+        assert_eq!(
+            (&s.call, s.at, s.is_error),
+            (&g.call, g.at, g.is_error),
+            "request {i}"
+        );
+        if s.text != g.text {
+            assert!(
+                is_browser(&s.tool),
+                "request {i}: a {} result changed",
+                s.tool
+            );
+            changed.push(s.at);
+        }
+    }
+    let ids: Vec<&String> = g_results.iter().map(|r| &r.call).collect();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "request {i}: one result per call");
+    // Everything but the changed results is as Claude Code sent it (a breakpoint aside).
+    let mut stripped = without_breakpoint(got, sent);
+    let mut original = sent.clone();
+    for (m, b) in &changed {
+        stripped["messages"][m]["content"][b]["content"] = Value::Null;
+        original["messages"][m]["content"][b]["content"] = Value::Null;
+    }
+    assert!(
+        stripped == original,
+        "request {i}: something but a browser result changed"
+    );
+    let pages: Vec<&ToolResult> = s_results.iter().filter(|r| shows_page(&r.text)).collect();
+    for (n, page) in pages.iter().enumerate() {
+        let forwarded = &g_results
+            .iter()
+            .find(|r| r.at == page.at)
+            .expect("paired")
+            .text;
+        if n + 1 < pages.len() {
+            assert!(
+                forwarded.starts_with(RECEIPT) && !forwarded.contains("[ref="),
+                "request {i}: an older page reached the model live: {forwarded:.400}"
+            );
+        } else {
+            assert_eq!(
+                forwarded, &page.text,
+                "request {i}: the newest page is live"
+            );
+        }
+    }
+    pages.len().saturating_sub(1)
+}
+
+/// SPEC 9: where Claude Code left room (fewer than 4 breakpoints), the proxy added one, before
+/// the newest browser result; never more than 4 in all.
+fn breakpoints_in_place(sent: &Value, got: &Value, i: usize) {
+    let (before, after) = (breakpoints(sent), breakpoints(got));
+    assert!(
+        after.len() <= 4,
+        "request {i}: {} breakpoints: {after:?}",
+        after.len()
+    );
+    let results = tool_results(sent);
+    let Some(newest) = results.iter().rev().find(|r| is_browser(&r.tool)) else {
+        assert_eq!(
+            before, after,
+            "request {i}: no browser result, no breakpoint of ours"
+        );
+        return;
+    };
+    if before.len() >= 4 {
+        assert_eq!(before, after, "request {i}: no room, nothing added");
+        return;
+    }
+    let added: Vec<_> = after.iter().filter(|a| !before.contains(a)).collect();
+    assert!(
+        before.iter().all(|b| after.contains(b)) && added.len() == 1,
+        "request {i}: Claude Code's breakpoints {before:?} kept and one added: {after:?}"
+    );
+    let (key, m, b) = *added[0];
+    assert!(
+        key == "messages" && (m, b) < newest.at,
+        "request {i}: our breakpoint {:?} is not before the newest browser result {:?}",
+        added[0],
+        newest.at
+    );
+}
+
+/// The reused "Place order" was refused by `staleguard mcp`, naming the confirm page by the
+/// observation ID its receipt carries; the page shows the one order, neither cancelled nor
+/// repeated.
+fn stale_click_refused(last: &Value) -> String {
+    let results = tool_results(last);
+    let refusal = results
+        .iter()
+        .find(|r| r.text.contains(REFUSED))
+        .unwrap_or_else(|| {
+            panic!(
+                "no refusal reached the model: {:?}",
+                results.iter().map(|r| &r.text).collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        refusal.is_error && refusal.tool.ends_with("browser_click"),
+        "{}",
+        refusal.text
+    );
+    let id = refusal
+        .text
+        .split("observation ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no observation ID in {}", refusal.text));
+    let receipt = results
+        .iter()
+        .find(|r| r.text.starts_with(RECEIPT) && r.text.contains("confirm.html"))
+        .expect("the confirm page's receipt");
+    assert!(
+        receipt.text.contains(&format!("observation={id}")),
+        "the refusal names observation {id}, the receipt says: {}",
+        receipt.text
+    );
+    let page = &results.last().expect("a final result").text;
+    assert!(page.contains("Confirmation number: WX-1001"), "{page}");
+    assert!(
+        !page.contains("cancelled") && !page.contains("WX-1002"),
+        "{page}"
+    );
+    refusal.text.clone()
+}
+
+// ------------------------------------------------------------------------------------------
+// The tests
+
+#[test]
+fn claude_code_order_flow_through_proxy_and_guard() {
+    let scratch = Scratch::new("claude-guarded");
+    let site = mcp::Site::shared();
+    let model = Model::start(None);
+    let mut proxy = Proxy::start(&scratch, &model.origin());
+    let relay = Model::start(Some(&proxy.origin()));
+    let run = run_claude(&scratch, &relay.origin(), &site.base, true);
+    let answer = final_answer(&run);
+    assert!(
+        answer.contains("WX-1001") && !answer.contains("cancelled"),
+        "{answer}"
+    );
+
+    let sent = messages(relay.requests());
+    let got = messages(model.requests());
+    // The MCP tools are deferred, so the model's first move is ToolSearch, as a real one's is.
+    assert_eq!(got[0].answer["tool"], "ToolSearch", "{}", got[0].answer);
+    forwarded_projections(&scratch, &sent, &got);
+    claude_shapes_pass_through(&sent, &got);
+    let mut collapsed = 0;
+    for (i, (s, g)) in sent.iter().zip(&got).enumerate() {
+        let (s, g) = (s.json(), g.json());
+        collapsed += only_old_pages_collapsed(&s, &g, i);
+        breakpoints_in_place(&s, &g, i);
+    }
+    assert!(
+        collapsed >= 8,
+        "older pages collapsed across the run: {collapsed}"
+    );
+    let refusal = stale_click_refused(&got[got.len() - 1].json());
+    eprintln!("the model was told: {refusal}");
+
+    let log = proxy.stop();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
+    assert_eq!(lines.len(), got.len(), "one log line a request:\n{log}");
+    for line in &lines {
+        assert!(
+            line.contains("format=anthropic") && line.contains("outcome=projected"),
+            "{line}"
+        );
+    }
+    assert!(!log.contains(API_KEY), "the proxy logged the API key");
+}
+
+/// Without staleguard the same script cancels the order: the reused ref lands on "Cancel this
+/// order". What the guarded test prevents is real.
+#[test]
+fn claude_code_without_staleguard_cancels_the_order() {
+    let scratch = Scratch::new("claude-unguarded");
+    let site = mcp::Site::shared();
+    let model = Model::start(None);
+    let run = run_claude(&scratch, &model.origin(), &site.base, false);
+    let answer = final_answer(&run);
+    assert!(answer.contains("has been cancelled"), "{answer}");
+    let got = messages(model.requests());
+    let last = got.last().expect("requests").json();
+    assert!(
+        !tool_results(&last)
+            .iter()
+            .any(|r| r.text.contains(REFUSED) || r.text.starts_with(RECEIPT)),
+        "nothing of staleguard's is in the unguarded run"
+    );
+}

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""A scripted model that drives a real agent through the shared order flow (standard library only).
+
+    python3 tests/agents/model.py [--port PORT]                # the model
+    python3 tests/agents/model.py --relay URL [--port PORT]    # a recording relay to URL
+
+The first line on standard output is the port it listens on (127.0.0.1 only).
+
+As the model it acts as a real model would: every answer is decided from what the request holds
+(the tools it offers, the newest page snapshot among the tool results, the calls the model made
+since, refusals), never from how many requests came before, because agents send side requests
+(titles, summaries, tool searches) of their own. The order flow of ../shared/site/pages/order:
+
+  1. (tools deferred behind a tool search) search for the browser tools
+  2. navigate to the form URL named in the first user message
+  3. type the name, type the quantity, select the colour, click "Review order"
+  4. on the confirm page click "Place order"
+  5. on the done page click "Place order" again with the SAME arguments: the stale ref the
+     recordings in ../shared/fixtures/*/order.* reused, which cancelled the order there
+  6. when a result says "staleguard refused this call", take a snapshot
+  7. answer with a final text that quotes the page's confirmation line
+
+A request without tools (a title or summary side request) gets a short plain text answer.
+
+As the relay it records every request and forwards it unchanged to URL, then sends the whole
+answer back: what the agent sent, to compare with what the model received behind the proxy.
+
+Either way:
+  GET /_requests   JSON list of the recorded requests (method, path, headers, body as text)
+
+Providers: Anthropic Messages (POST .../v1/messages, JSON or SSE with "stream": true;
+.../v1/messages/count_tokens). Another provider is a parser to a Conversation and an encoder
+of an Action (see ANTHROPIC below); decide() is shared.
+"""
+
+import argparse
+import http.client
+import json
+import re
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+RECORDS = []
+
+NAME = "Ada Lovelace"
+QUANTITY = "3"
+COLOUR = "Blue"
+REFUSED = "staleguard refused this call"
+# The browser tools the flow uses, by their MCP tool name without the server prefix.
+NEEDED = {"browser_navigate", "browser_type", "browser_select_option", "browser_click", "browser_snapshot"}
+
+
+# ---------------------------------------------------------------- the provider-neutral view
+
+class Conversation:
+    """What a request holds, as the script reads it.
+
+    tools: {name: deferred} for every tool offered
+    calls: [(call_id, name, input)] in order
+    results: [(call_id, text)] in order
+    deferred: MCP tool names (`server__tool`) the conversation's text mentions
+    prompt: the text of the first user message that names the order form
+    """
+
+    def __init__(self):
+        self.tools = {}
+        self.calls = []
+        self.results = []
+        self.deferred = set()
+        self.prompt = ""
+
+
+class Action:
+    """The model's answer: a tool call (name, input) or a text."""
+
+    def __init__(self, text=None, tool=None, arguments=None):
+        self.text = text
+        self.tool = tool
+        self.arguments = arguments
+
+
+def tool_named(convo, suffix):
+    """The offered tool whose name is `suffix` or ends in `__suffix` (an MCP prefix)."""
+    for name in convo.tools:
+        if name == suffix or name.endswith("__" + suffix):
+            return name
+    return None
+
+
+def search_tool(convo):
+    for name in ("ToolSearch", "tool_search"):
+        if name in convo.tools:
+            return name
+    return None
+
+
+def latest_snapshot(convo):
+    """(index in results, text) of the newest result that shows a page snapshot."""
+    for i in range(len(convo.results) - 1, -1, -1):
+        text = convo.results[i][1]
+        if "Page Snapshot" in text or re.search(r"\[ref=", text):
+            return i, text
+    return None, ""
+
+
+def calls_after(convo, index):
+    """The calls answered after result `index` (all calls when index is None)."""
+    ids = [cid for cid, _ in convo.results[index + 1:]] if index is not None else None
+    if ids is None:
+        return list(convo.calls)
+    return [c for c in convo.calls if c[0] in ids]
+
+
+def ref_of(page, role, name):
+    """The ref on the snapshot line holding `role "name"`, or None."""
+    for line in page.splitlines():
+        if f'{role} "{name}"' in line:
+            m = re.search(r"\[ref=([^\]]+)\]", line)
+            if m:
+                return m.group(1)
+    return None
+
+
+def value_of(page, role, name):
+    """What follows the ref on the line of `role "name"` (a field's value), stripped of quotes."""
+    for line in page.splitlines():
+        if f'{role} "{name}"' in line:
+            tail = line.split("]:", 1)
+            return tail[1].strip().strip('"') if len(tail) == 2 else ""
+    return None
+
+
+def call(convo, suffix, **arguments):
+    name = tool_named(convo, suffix)
+    if name is None:
+        return Action(text=f"I cannot continue: no {suffix} tool is offered.")
+    return Action(tool=name, arguments=arguments)
+
+
+def decide(convo):
+    """The next step of the order flow, from what the request holds."""
+    if not convo.tools:
+        return Action(text="Ordering widgets")
+    if tool_named(convo, "browser_navigate") is None:
+        return find_tools(convo)
+    if convo.results and REFUSED in convo.results[-1][1]:
+        return call(convo, "browser_snapshot")
+    index, page = latest_snapshot(convo)
+    if index is None:
+        url = re.search(r"https?://127\.0\.0\.1:\d+/\S*form\.html", convo.prompt)
+        if url is None:
+            return Action(text="I need the URL of the order form.")
+        return call(convo, "browser_navigate", url=url.group(0))
+    if "Order a widget" in page:
+        return fill_form(convo, page, calls_after(convo, index))
+    if 'button "Place order"' in page:
+        ref = ref_of(page, "button", "Place order")
+        return call(convo, "browser_click", element="Place order button", ref=ref)
+    if "Order placed" in page:
+        return after_order(convo, page)
+    return Action(text="The page is not part of the order flow.")
+
+
+def find_tools(convo):
+    """The browser tools are deferred (named in the conversation, not defined): search for
+    them once, as a real model does with Claude Code's ToolSearch."""
+    search = search_tool(convo)
+    wanted = sorted(n for n in convo.deferred if n.split("__")[-1] in NEEDED)
+    searched = any(c[1] == search for c in convo.calls)
+    if search is None or not wanted or searched:
+        return Action(text="I cannot continue: no browser tools are offered.")
+    return Action(tool=search, arguments={"query": "select:" + ",".join(wanted),
+                                          "max_results": len(wanted)})
+
+
+def fill_form(convo, page, since):
+    typed = {c[2].get("ref") for c in since if isinstance(c[2], dict)}
+    fields = [
+        ("textbox", "Name", NAME, "browser_type"),
+        ("spinbutton", "Quantity", QUANTITY, "browser_type"),
+    ]
+    for role, label, want, tool in fields:
+        ref = ref_of(page, role, label)
+        if ref and ref not in typed and value_of(page, role, label) != want:
+            return call(convo, tool, element=f"{label} {role}", ref=ref, text=want)
+    colour = ref_of(page, "combobox", "Colour")
+    if colour and colour not in typed and f'option "{COLOUR}" [selected]' not in page:
+        return call(convo, "browser_select_option", element="Colour combobox", ref=colour,
+                    values=[COLOUR])
+    review = ref_of(page, "button", "Review order")
+    return call(convo, "browser_click", element="Review order button", ref=review)
+
+
+def after_order(convo, page):
+    """On the done page: reuse the "Place order" call once, as the recordings did, then answer."""
+    clicks = [c for c in convo.calls
+              if c[1].endswith("browser_click") and isinstance(c[2], dict)
+              and c[2].get("element") == "Place order button"]
+    if len(clicks) == 1:
+        return Action(tool=clicks[0][1], arguments=dict(clicks[0][2]))
+    facts = re.findall(r"Confirmation number: WX-\d+|Order WX-\d+ has been cancelled", page)
+    return Action(text="Done. " + "; ".join(facts) if facts else "The order page shows no confirmation.")
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+def blocks(content):
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def block_text(content):
+    """The text of a tool_result's content (a string or text blocks)."""
+    return "\n".join(b.get("text", "") for b in blocks(content) if b.get("type") == "text")
+
+
+def anthropic_view(body):
+    convo = Conversation()
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+            convo.tools[tool["name"]] = bool(tool.get("defer_loading"))
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        for block in blocks(message.get("content")):
+            kind = block.get("type")
+            if kind == "tool_use":
+                convo.calls.append((block.get("id"), block.get("name", ""), block.get("input")))
+            elif kind == "tool_result":
+                content = block.get("content")
+                convo.results.append((block.get("tool_use_id"), block_text(content)))
+            elif kind == "text":
+                text = block.get("text", "")
+                convo.deferred.update(re.findall(r"\b\w+__browser_\w+", text))
+                if message.get("role") == "user" and not convo.prompt and "form.html" in text:
+                    convo.prompt = text
+    return convo
+
+
+def anthropic_usage(body_bytes):
+    prompt = max(1, body_bytes // 4)
+    return {"input_tokens": prompt, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "output_tokens": 1}
+
+
+def anthropic_content(action, number):
+    if action.tool:
+        return {"type": "tool_use", "id": f"toolu_scripted_{number:04d}", "name": action.tool,
+                "input": action.arguments}
+    return {"type": "text", "text": action.text}
+
+
+def anthropic_json(body, action, number, size):
+    return {"id": f"msg_scripted_{number}", "type": "message", "role": "assistant",
+            "model": body.get("model", "claude-scripted"), "content": [anthropic_content(action, number)],
+            "stop_reason": "tool_use" if action.tool else "end_turn", "stop_sequence": None,
+            "usage": anthropic_usage(size)}
+
+
+def anthropic_events(body, action, number, size):
+    message = anthropic_json(body, action, number, size)
+    block = message.pop("content")[0]
+    stop = message.pop("stop_reason")
+    message.update(content=[], stop_reason=None)
+    yield "message_start", {"type": "message_start", "message": message}
+    if action.tool:
+        start = dict(block, input={})
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(action.arguments)}
+    else:
+        start = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": action.text}
+    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": start}
+    yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield "message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 10}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+# ---------------------------------------------------------------- the server
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "scripted-agent-model/1"
+    relay = None  # (scheme, host, port) when relaying
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def record(self, body, action=None):
+        rec = {"method": self.command, "path": self.path,
+               "headers": [[k, v] for k, v in self.headers.items()],
+               "body": body.decode("utf-8", errors="replace")}
+        if action is not None:
+            rec["answer"] = {"tool": action.tool, "arguments": action.arguments, "text": action.text}
+        with LOCK:
+            RECORDS.append(rec)
+            return len(RECORDS)
+
+    def send_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_events(self, events):
+        data = b"".join(f"event: {name}\ndata: {json.dumps(event)}\n\n".encode() for name, event in events)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/_requests":
+            with LOCK:
+                return self.send_json(200, list(RECORDS))
+        self.handle_any(b"")
+
+    def do_POST(self):
+        self.handle_any(self.read_body())
+
+    def handle_any(self, body):
+        try:
+            if self.relay:
+                return self.forward(body)
+            self.answer(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def answer(self, body):
+        path = self.path.split("?", 1)[0]
+        try:
+            request = json.loads(body) if body else {}
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            self.record(body)
+            return self.send_json(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                   "message": "body is not a JSON object"}})
+        if path.endswith("/messages/count_tokens"):
+            self.record(body)
+            return self.send_json(200, {"input_tokens": max(1, len(body) // 4)})
+        if path.endswith("/messages") and self.command == "POST":
+            action = decide(anthropic_view(request))
+            number = self.record(body, action)
+            if request.get("stream"):
+                return self.send_events(anthropic_events(request, action, number, len(body)))
+            return self.send_json(200, anthropic_json(request, action, number, len(body)))
+        self.record(body)
+        self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"no {path}"}})
+
+    def forward(self, body):
+        self.record(body)
+        scheme, host, port = self.relay
+        conn = (http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection)(
+            host, port, timeout=300)
+        skip = {"host", "content-length", "connection", "transfer-encoding"}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        conn.request(self.command, self.path, body=body, headers=headers)
+        answer = conn.getresponse()
+        data = answer.read()
+        self.send_response(answer.status)
+        for k, v in answer.getheaders():
+            if k.lower() not in skip:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        conn.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--relay", help="record and forward every request to this origin")
+    args = parser.parse_args()
+    if args.relay:
+        url = urllib.parse.urlsplit(args.relay)
+        Handler.relay = (url.scheme, url.hostname, url.port or (443 if url.scheme == "https" else 80))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
