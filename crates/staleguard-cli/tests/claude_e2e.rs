@@ -245,19 +245,21 @@ fn messages(records: Vec<Record>) -> Vec<Record> {
 // The checks
 
 /// The proxy forwarded exactly the projection of what Claude Code sent, request for request,
-/// with every header but the hop-by-hop ones unchanged.
-fn forwarded_projections(scratch: &Scratch, sent: &[Record], got: &[Record]) {
+/// with every header but the hop-by-hop ones unchanged. Returns what the model got in the order
+/// Claude Code sent it (requests in flight together may reach the model in another order).
+fn forwarded_projections(scratch: &Scratch, sent: &[Record], mut got: Vec<Record>) -> Vec<Record> {
     assert_eq!(
         sent.len(),
         got.len(),
         "every Messages request Claude Code sent reached the model once"
     );
-    for (i, (s, g)) in sent.iter().zip(got).enumerate() {
+    let mut paired = Vec::new();
+    for (i, s) in sent.iter().enumerate() {
         let want = project(scratch, &s.body);
-        assert!(
-            want == g.body,
-            "request {i}: the proxy did not forward `staleguard project` of what Claude Code sent"
-        );
+        let Some(j) = got.iter().position(|g| g.body == want) else {
+            panic!("request {i}: the model got no `staleguard project` of what Claude Code sent");
+        };
+        let g = got.remove(j);
         for (name, value) in &s.headers {
             let hop = ["host", "content-length", "connection", "transfer-encoding"];
             if !hop.contains(&name.to_ascii_lowercase().as_str()) {
@@ -268,7 +270,9 @@ fn forwarded_projections(scratch: &Scratch, sent: &[Record], got: &[Record]) {
                 );
             }
         }
+        paired.push(g);
     }
+    paired
 }
 
 /// Claude Code's own request shapes are there and reach the model unchanged.
@@ -541,10 +545,9 @@ fn claude_code_order_flow_through_proxy_and_guard() {
     );
 
     let sent = messages(relay.requests());
-    let got = messages(model.requests());
+    let got = forwarded_projections(&scratch, &sent, messages(model.requests()));
     // The MCP tools are deferred, so the model's first move is ToolSearch, as a real one's is.
     assert_eq!(got[0].answer["tool"], "ToolSearch", "{}", got[0].answer);
-    forwarded_projections(&scratch, &sent, &got);
     claude_shapes_pass_through(&sent, &got);
     let mut collapsed = 0;
     for (i, (s, g)) in sent.iter().zip(&got).enumerate() {
