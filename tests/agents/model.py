@@ -29,8 +29,9 @@ Either way:
   GET /_requests   JSON list of the recorded requests (method, path, headers, body as text)
 
 Providers: Anthropic Messages (POST .../v1/messages, JSON or SSE with "stream": true;
-.../v1/messages/count_tokens). Another provider is a parser to a Conversation and an encoder
-of an Action (see ANTHROPIC below); decide() is shared.
+.../v1/messages/count_tokens). Another provider needs a reader of its body into a Conversation
+and a writer of an Action in its answer format (as anthropic_view and anthropic_events are),
+and a route in Handler.answer; decide() is shared.
 """
 
 import argparse
@@ -107,10 +108,8 @@ def latest_snapshot(convo):
 
 
 def calls_after(convo, index):
-    """The calls answered after result `index` (all calls when index is None)."""
-    ids = [cid for cid, _ in convo.results[index + 1:]] if index is not None else None
-    if ids is None:
-        return list(convo.calls)
+    """The calls answered after result `index`."""
+    ids = {cid for cid, _ in convo.results[index + 1:]}
     return [c for c in convo.calls if c[0] in ids]
 
 
