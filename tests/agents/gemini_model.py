@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""A scripted Gemini model for the Gemini CLI end-to-end test (standard library only).
+
+    python3 tests/agents/gemini_model.py SITE_BASE [FORWARD_ORIGIN]
+
+It listens on two ports of 127.0.0.1 and prints them on the first line of standard output,
+`MODEL_PORT TAP_PORT`:
+
+* the model (MODEL_PORT) answers `POST .../models/M:generateContent` (JSON) and
+  `:streamGenerateContent` (SSE with `?alt=sse`, else one JSON array) as the Gemini API does,
+  `usageMetadata` included, and records every request it receives;
+* the tap (TAP_PORT) records every request the agent sends, byte for byte, forwards it to
+  FORWARD_ORIGIN (the proxy; the model itself when none is given) with a header
+  `x-e2e-seq: N` added, and relays the answer. The test thereby sees what the agent sent and
+  what the model received, and pairs them by N.
+
+  GET /_requests (either port)  {"sent": [...], "received": [...]}, each record
+                                {seq, path, body} with the body parsed as JSON
+
+The model acts as a real one would: it reads the newest function response it was sent (and
+the newest page snapshot in the history) and decides the next call from them, never by
+counting requests, since Gemini CLI sends side requests of its own. The script is the order
+flow of the shared site, with Chrome DevTools MCP 1.11 tools behind an MCP server named in
+the tool names (`mcp_browser_click`): list_pages, navigate to the form, take_snapshot, fill
+the form, Review order, take_snapshot, Place order, then the OLD "Place order" uid again right
+after the click that navigated (which staleguard mcp must refuse), take_snapshot, and a final
+text answer that quotes the page. Requests that want JSON (`responseMimeType:
+application/json`, Gemini CLI's routing and next-speaker checks) get an object built from
+their schema; requests without tools get a short text.
+
+Every answer opens with a thought part (`"thought": true`), as a thinking model's does with
+`includeThoughts`, so the test sees what the agent sends back of it.
+"""
+
+import json
+import re
+import sys
+import threading
+import urllib.parse
+from http.client import HTTPConnection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+SENT = []
+RECEIVED = []
+SEQ = [0]
+SITE = ""
+FORWARD = None
+
+SNAPSHOT = "## Latest page snapshot"
+REFUSED = "staleguard refused this call"
+
+
+# ---------------------------------------------------------------- reading the request
+
+
+def strings_in(value):
+    """Every string inside a JSON value, in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_in(item)
+
+
+def fields(body, key):
+    """The `key` fields (functionCall, functionResponse) of the request's parts, oldest first."""
+    for content in body.get("contents") or []:
+        for part in (content or {}).get("parts") or []:
+            value = (part or {}).get(key)
+            if isinstance(value, dict):
+                yield value
+
+
+def responses(body):
+    """Every functionResponse part of the request, oldest first, as (name, text)."""
+    return [(str(r.get("name", "")), "\n".join(strings_in(r.get("response")))) for r in fields(body, "functionResponse")]
+
+
+def declared(body):
+    """The names of the functions the request declares."""
+    names = []
+    for tool in body.get("tools") or []:
+        for decl in (tool or {}).get("functionDeclarations") or []:
+            names.append(str((decl or {}).get("name", "")))
+    return names
+
+
+def uid(snapshot, role, name):
+    """The uid of the element `role "name"` in a Chrome DevTools MCP snapshot, or None."""
+    pattern = re.compile(r"uid=(\S+) " + re.escape(role) + r' "' + re.escape(name) + r'"')
+    match = pattern.search(snapshot)
+    return match.group(1) if match else None
+
+
+def newest_snapshot(found):
+    """The newest response text that holds a live page snapshot, or ""."""
+    for _, text in reversed(found):
+        if SNAPSHOT in text:
+            return text
+    return ""
+
+
+# ---------------------------------------------------------------- the order flow
+
+
+def next_step(body):
+    """The model's next move: ("call", tool, args) or ("text", words)."""
+    names = declared(body)
+    tool = next((n for n in names if n.endswith("_take_snapshot") or n == "take_snapshot"), None)
+    if tool is None:
+        return ("text", "I have no browser tools.")
+    prefix = tool[: -len("take_snapshot")]
+    found = responses(body)
+    if not found:
+        return ("call", prefix + "list_pages", {})
+    name, text = found[-1]
+    snapshot = newest_snapshot(found)
+    if REFUSED in text:
+        return ("call", prefix + "take_snapshot", {"pageId": 1})
+    if SNAPSHOT in text:
+        return on_snapshot(prefix, text)
+    if "## Pages" in text and "about:blank" in text:
+        url = SITE + "/order/form.html"
+        return ("call", prefix + "navigate_page", {"pageId": 1, "type": "url", "url": url})
+    if "Successfully filled out the form" in text:
+        return click(prefix, snapshot, "Review order")
+    if "Page navigated to" in text and "order/done.html" in text:
+        # The click on "Place order" navigated; reuse its uid at once, as the recordings do.
+        return click(prefix, snapshot, "Place order")
+    if "navigated" in text:
+        return ("call", prefix + "take_snapshot", {"pageId": 1})
+    return ("text", "I could not tell what happened after " + name + ": " + text[:200])
+
+
+def on_snapshot(prefix, page):
+    if 'RootWebArea "Order a widget"' in page:
+        name, qty = uid(page, "textbox", "Name"), uid(page, "spinbutton", "Quantity")
+        if name and qty:
+            elements = [{"uid": name, "value": "Ada Lovelace"}, {"uid": qty, "value": "3"}]
+            return ("call", prefix + "fill_form", {"pageId": 1, "elements": elements})
+    if 'RootWebArea "Confirm order"' in page:
+        return click(prefix, page, "Place order")
+    if 'RootWebArea "Order placed"' in page:
+        line = next((l.strip() for l in page.splitlines() if "Confirmation number" in l), "")
+        return ("text", "The order is placed. " + line)
+    return ("text", "I do not know this page.")
+
+
+def click(prefix, snapshot, label):
+    target = uid(snapshot, "button", label)
+    if target is None:
+        return ("text", 'There is no "' + label + '" button in the newest snapshot.')
+    return ("call", prefix + "click", {"pageId": 1, "uid": target})
+
+
+def from_schema(schema, key=""):
+    """A value that fits a (Gemini or JSON) schema; a next-speaker check gets "user"."""
+    schema = schema if isinstance(schema, dict) else {}
+    kind = str(schema.get("type", "object")).lower()
+    if schema.get("enum"):
+        options = schema["enum"]
+        return "user" if "user" in options else options[0]
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: from_schema(v, k) for k, v in props.items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return False
+    return "user" if key == "next_speaker" else "Scripted."
+
+
+def answer_parts(body):
+    config = body.get("generationConfig") or {}
+    if config.get("responseMimeType") == "application/json":
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        return [{"text": json.dumps(from_schema(schema))}]
+    if not body.get("tools"):
+        return [{"text": "Scripted answer."}]
+    step = next_step(body)
+    thought = {"text": "I read the newest tool result and act on it.", "thought": True}
+    if step[0] == "call":
+        return [thought, {"functionCall": {"name": step[1], "args": step[2]}}]
+    return [thought, {"text": step[1]}]
+
+
+def answers(body, stream):
+    """The answer chunks: one object, or the thought and the rest as two chunks."""
+    parts = answer_parts(body)
+    prompt = len(json.dumps(body)) // 4
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": 20, "totalTokenCount": prompt + 20}
+    pieces = [parts[:1], parts[1:]] if stream and len(parts) > 1 else [parts]
+    chunks = []
+    for i, piece in enumerate(pieces):
+        candidate = {"content": {"role": "model", "parts": piece}, "index": 0}
+        if i == len(pieces) - 1:
+            candidate["finishReason"] = "STOP"
+        chunks.append({"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-scripted"})
+    return chunks
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def record(store, seq, path, raw):
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = raw.decode("utf-8", "replace")
+    with LOCK:
+        store.append({"seq": seq, "path": path, "body": body})
+    return body
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+    def reply(self, status, ctype, data):
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/_requests":
+            with LOCK:
+                data = json.dumps({"sent": SENT, "received": RECEIVED}).encode()
+            return self.reply(200, "application/json", data)
+        self.reply(404, "application/json", b'{"error": {"code": 404, "message": "not found"}}')
+
+
+class Model(Handler):
+    def do_POST(self):
+        raw = self.body()
+        seq = self.headers.get("x-e2e-seq")
+        body = record(RECEIVED, seq, self.path, raw)
+        path = urllib.parse.urlsplit(self.path).path
+        if not isinstance(body, dict) or not re.search(r":(stream)?[gG]enerateContent$", path):
+            if path.endswith(":countTokens"):
+                return self.reply(200, "application/json", b'{"totalTokens": 100}')
+            return self.reply(404, "application/json", b'{"error": {"code": 404, "message": "not scripted"}}')
+        stream = ":streamGenerateContent" in path
+        chunks = answers(body, stream)
+        if not stream:
+            return self.reply(200, "application/json", json.dumps(chunks[0]).encode())
+        if "alt=sse" in self.path:
+            data = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in chunks)
+            return self.reply(200, "text/event-stream", data)
+        self.reply(200, "application/json", json.dumps(chunks).encode())
+
+
+class Tap(Handler):
+    def do_POST(self):
+        raw = self.body()
+        with LOCK:
+            SEQ[0] += 1
+            seq = str(SEQ[0])
+        record(SENT, seq, self.path, raw)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
+        headers["x-e2e-seq"] = seq
+        conn = HTTPConnection(FORWARD[0], FORWARD[1], timeout=120)
+        try:
+            conn.request("POST", self.path, body=raw, headers=headers)
+            answer = conn.getresponse()
+            data = answer.read()
+            ctype = answer.getheader("content-type", "application/json")
+            self.reply(answer.status, ctype, data)
+        except OSError as e:
+            self.reply(502, "application/json", json.dumps({"error": {"code": 502, "message": str(e)}}).encode())
+        finally:
+            conn.close()
+
+
+def main():
+    global SITE, FORWARD
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: gemini_model.py SITE_BASE [FORWARD_ORIGIN]")
+    SITE = sys.argv[1].rstrip("/")
+    model = ThreadingHTTPServer(("127.0.0.1", 0), Model)
+    tap = ThreadingHTTPServer(("127.0.0.1", 0), Tap)
+    origin = sys.argv[2] if len(sys.argv) == 3 else f"http://127.0.0.1:{model.server_address[1]}"
+    parts = urllib.parse.urlsplit(origin)
+    FORWARD = (parts.hostname, parts.port or 80)
+    threading.Thread(target=tap.serve_forever, daemon=True).start()
+    print(model.server_address[1], tap.server_address[1], flush=True)
+    model.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
