@@ -17,7 +17,6 @@
 
 mod agents;
 // The MCP harness: this test uses its site and server command only.
-#[allow(dead_code)]
 mod mcp;
 
 use std::collections::HashMap;

@@ -13,7 +13,6 @@
 //! it), Debian's Chromium and python3. A missing or broken CLI fails the test with what to
 //! install: it never skips.
 
-#[allow(dead_code)]
 mod mcp;
 
 use std::fs;
@@ -38,9 +37,6 @@ const LIMIT: Duration = Duration::from_secs(90);
 const SNAPSHOT: &str = "## Latest page snapshot";
 const RECEIPT: &str = "[staleguard receipt]";
 const REFUSED: &str = "staleguard refused this call";
-/// The proxy's browser tools: Gemini CLI names MCP tools `mcp_<server>_<tool>`, a prefix the
-/// default patterns do not strip (only `mcp__<server>__`), so the tests name them.
-const BROWSER_TOOLS: &str = "mcp_browser_*";
 
 // ------------------------------------------------------------------------------------------
 // Processes
@@ -169,7 +165,6 @@ fn start_proxy(scratch: &Scratch, port: u16, model: &Model) -> (Running, PathBuf
         .args(["--upstream", &format!("http://127.0.0.1:{}", model.port)])
         .current_dir(&scratch.0)
         .env("BROWSER_HISTORY_COMPACTION", "on")
-        .env("STALEGUARD_BROWSER_TOOLS", BROWSER_TOOLS)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(fs::File::create(&log).expect("proxy log file"))
@@ -504,7 +499,6 @@ fn assert_projected_as_cli(scratch: &Scratch, sent: &Record, received: &Record) 
         .args(["project", "--format", "gemini"])
         .arg(&input)
         .current_dir(&scratch.0)
-        .env("STALEGUARD_BROWSER_TOOLS", BROWSER_TOOLS)
         .output()
         .expect("run staleguard project");
     assert!(

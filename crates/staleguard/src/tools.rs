@@ -43,7 +43,7 @@ pub const HISTORY_TOOL: &str = "browser_history";
 /// True for a tool of staleguard's own (behind any MCP prefix): reading its history acts on
 /// no page, so it is no browser step for progress and no page state for the guard.
 pub fn is_own(name: &str) -> bool {
-    strip_mcp_prefix(name) == HISTORY_TOOL
+    bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
 /// True when the server whose format named the page never reuses a ref id: Chrome DevTools
@@ -82,13 +82,30 @@ impl BrowserTools {
         }
     }
 
-    /// True when `name`, with any MCP server prefix removed, matches a pattern.
+    /// True when `name`, or a name it goes by under an MCP client's prefix
+    /// ([`bare_names`]), matches a pattern.
     pub fn is_browser(&self, name: &str) -> bool {
-        let base = strip_mcp_prefix(name);
-        self.patterns
-            .iter()
-            .any(|p| p.matches(base) || p.matches(name))
+        bare_names(name).any(|n| self.patterns.iter().any(|p| p.matches(n)))
     }
+}
+
+/// The names a tool may go by behind an MCP client's prefix: the name itself, what follows
+/// the last `__` (Claude Code's `mcp__playwright__browser_click`), and for Gemini CLI's
+/// `mcp_<server>_<tool>` what follows each `_` after `mcp_`, because a server's name may
+/// hold a `_` itself (`mcp_browser_click` is `click` of server `browser`,
+/// `mcp_pw_browser_click` is `browser_click` of server `pw`).
+pub fn bare_names(name: &str) -> impl Iterator<Item = &str> {
+    let claude = Some(strip_mcp_prefix(name)).filter(|&n| n != name);
+    let gemini = name
+        .strip_prefix("mcp_")
+        .filter(|rest| !rest.starts_with('_'))
+        .into_iter()
+        .flat_map(|rest| {
+            rest.match_indices('_')
+                .filter_map(move |(i, _)| rest.get(i + 1..))
+        })
+        .filter(|n| !n.is_empty());
+    std::iter::once(name).chain(claude).chain(gemini)
 }
 
 /// `mcp__playwright__browser_click` and `playwright__browser_click` name `browser_click`.
@@ -146,6 +163,30 @@ mod tests {
             let expected = name.rfind("__").map_or(name, |i| &name[i + 2..]);
             assert_eq!(strip_mcp_prefix(name), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn gemini_cli_names_its_mcp_tools_mcp_server_tool() {
+        let t = BrowserTools::new(DEFAULT_BROWSER_TOOLS);
+        for name in [
+            "mcp_browser_click",
+            "mcp_chrome-devtools_take_snapshot",
+            "mcp_my_server_navigate_page",
+            "mcp_playwright_browser_click",
+        ] {
+            assert!(t.is_browser(name), "{name}");
+        }
+        for name in [
+            "mcp_fs_read_file",
+            "mcp_github_create_pull_request",
+            "mcp_",
+            "mcp_x_",
+        ] {
+            assert!(!t.is_browser(name), "{name}");
+        }
+        assert!(is_own("mcp_browser_browser_history"));
+        assert!(is_own("mcp__playwright__browser_history"));
+        assert!(!is_own("mcp_browser_history_x"));
     }
 
     #[test]

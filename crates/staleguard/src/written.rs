@@ -34,6 +34,10 @@ const SHORT_FACT: usize = 64;
 /// Quotes a follow-up question adds at most.
 const MAX_QUOTES_PER_QUESTION: usize = 3;
 
+/// What a chunk that starts with a word of a follow-up question scores for it: the chunk
+/// defines the word.
+const DEFINES: u32 = 4;
+
 /// Words in more chunks of the pages ranked than this single nothing out.
 const RARE_MAX_CHUNKS: usize = 3;
 
@@ -201,9 +205,14 @@ impl Furniture {
 struct Words(HashMap<u64, bool, Fast>);
 
 impl Words {
+    /// Adds the words of `text`, leaving URLs out: a URL names where the agent goes
+    /// (`http://127.0.0.1:8441/os.html`), not what it looks for there, and its host and port
+    /// would single out any chunk that lists addresses.
     fn add(&mut self, text: &str) {
-        for (w, digit) in crate::evidence::words_with_digits(text) {
-            self.0.insert(w, digit);
+        for piece in text.split_whitespace().map(before_url) {
+            for (w, digit) in crate::evidence::words_with_digits(piece) {
+                self.0.insert(w, digit);
+            }
         }
     }
 
@@ -221,6 +230,20 @@ impl Words {
             Some(false) => plain,
             None => 0,
         }
+    }
+}
+
+/// A whitespace-free piece of text up to the URL in it, if any (`{"url":"http://a/b"}`
+/// keeps `{"url":"`).
+fn before_url(piece: &str) -> &str {
+    match piece.find("://") {
+        Some(at) => {
+            let scheme = piece[..at]
+                .rfind(|c: char| !c.is_ascii_alphanumeric())
+                .map_or(0, |i| i + 1);
+            &piece[..scheme]
+        }
+        None => piece,
     }
 }
 
@@ -744,11 +767,26 @@ fn choose_for_question<'t>(
             .get(&w)
             .map(|p| p.iter().copied().filter(before).collect())
             .unwrap_or_default();
-        if postings.is_empty() || postings.len() > RARE_MAX_CHUNKS {
+        if postings.len() <= RARE_MAX_CHUNKS {
+            for at in postings {
+                *scores.entry(at).or_default() += if digit { 6 } else { 2 };
+            }
             continue;
         }
-        for at in postings {
-            *scores.entry(at).or_default() += if digit { 6 } else { 2 };
+        // A word in a few more chunks still names the one that starts with it: a parameter
+        // list's "sep <string> The substring used to delimit ..." defines `sep`.
+        if postings.len() <= 2 * RARE_MAX_CHUNKS {
+            let defines = |at: &usize| {
+                index.chunks.get(*at).is_some_and(|(_, c)| {
+                    crate::evidence::words_with_digits(c.text)
+                        .next()
+                        .map(|(h, _)| h)
+                        == Some(w)
+                })
+            };
+            for at in postings.into_iter().filter(defines) {
+                *scores.entry(at).or_default() += DEFINES;
+            }
         }
     }
     let candidates: Vec<Chunk<'t>> = scores

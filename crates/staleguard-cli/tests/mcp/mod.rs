@@ -1,6 +1,8 @@
 //! An MCP client over standard input and output, the test site, and the real
 //! `@playwright/mcp` and `chrome-devtools-mcp` servers the end-to-end tests drive.
 
+#![allow(dead_code)] // Each test binary uses part of this module.
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
