@@ -1778,6 +1778,14 @@ fn cache_usage_passes_through_intact_and_is_counted() {
         long.iter().all(|l| l["ended"] != "upstream_error"),
         "{long:#?}"
     );
+    // A JSON answer is complete once its Content-Length has passed: the server reads its
+    // body no further, so no end of stream is ever seen.
+    let whole: Vec<_> = lines
+        .iter()
+        .filter(|l| l["total_ms"].as_u64().unwrap_or(0) < 1000)
+        .collect();
+    assert!(!whole.is_empty());
+    assert!(whole.iter().all(|l| l["ended"] == "complete"), "{whole:#?}");
 }
 
 /// `GET /metrics` is the proxy's own; `--metrics-path` moves it (or turns it off) for an

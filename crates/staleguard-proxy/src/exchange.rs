@@ -41,6 +41,9 @@ pub(crate) struct Exchange {
     headers_after: Duration,
     usage: Option<UsageReader>,
     response_bytes: u64,
+    /// The answer's `Content-Length`: once that much has passed, the answer is complete
+    /// (the server stops reading the body there, so its end is never seen).
+    expected_bytes: Option<u64>,
     ended: &'static str,
 }
 
@@ -64,6 +67,7 @@ impl Exchange {
             headers_after: Duration::ZERO,
             usage: None,
             response_bytes: 0,
+            expected_bytes: None,
             ended: "proxy_answer",
         }
     }
@@ -104,8 +108,9 @@ impl Exchange {
         self.status = status.as_u16();
         self.headers_after = self.started.elapsed();
         self.ended = "client_closed";
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+        self.expected_bytes = text(header::CONTENT_LENGTH).and_then(|v| v.trim().parse().ok());
         if self.reads_usage && status.is_success() {
-            let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
             self.usage = Some(UsageReader::new(
                 text(header::CONTENT_TYPE),
                 text(header::CONTENT_ENCODING),
@@ -115,6 +120,13 @@ impl Exchange {
 
     fn passed(&mut self, chunk: &[u8]) {
         self.response_bytes += chunk.len() as u64;
+        if self.ended == "client_closed"
+            && self
+                .expected_bytes
+                .is_some_and(|n| self.response_bytes >= n)
+        {
+            self.ended = "complete";
+        }
         if let Some(reader) = &mut self.usage {
             reader.feed(chunk);
         }
