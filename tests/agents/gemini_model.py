@@ -1,21 +1,16 @@
 #!/usr/bin/env python3
 """A scripted Gemini model for the Gemini CLI end-to-end test (standard library only).
 
-    python3 tests/agents/gemini_model.py SITE_BASE [FORWARD_ORIGIN]
+    python3 tests/agents/gemini_model.py SITE_BASE
 
-It listens on two ports of 127.0.0.1 and prints them on the first line of standard output,
-`MODEL_PORT TAP_PORT`:
+It listens on a port of 127.0.0.1 and prints it on the first line of standard output. It
+answers `POST .../models/M:generateContent` (JSON) and `:streamGenerateContent` (SSE with
+`?alt=sse`, else one JSON array) as the Gemini API does, `usageMetadata` included, and records
+every request it receives as model.py does (the test puts model.py's recording relay in front
+of the proxy; the relay's `x-e2e-seq` header pairs what the agent sent with what the model
+got):
 
-* the model (MODEL_PORT) answers `POST .../models/M:generateContent` (JSON) and
-  `:streamGenerateContent` (SSE with `?alt=sse`, else one JSON array) as the Gemini API does,
-  `usageMetadata` included, and records every request it receives;
-* the tap (TAP_PORT) records every request the agent sends, byte for byte, forwards it to
-  FORWARD_ORIGIN (the proxy; the model itself when none is given) with a header
-  `x-e2e-seq: N` added, and relays the answer. The test thereby sees what the agent sent and
-  what the model received, and pairs them by N.
-
-  GET /_requests (either port)  {"sent": [...], "received": [...]}, each record
-                                {seq, path, body} with the body parsed as JSON
+  GET /_requests   JSON list of the recorded requests (method, path, headers, body as text)
 
 The model acts as a real one would: it reads the newest function response it was sent (and
 the newest page snapshot in the history) and decides the next call from them, never by
@@ -37,15 +32,11 @@ import re
 import sys
 import threading
 import urllib.parse
-from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOCK = threading.Lock()
-SENT = []
-RECEIVED = []
-SEQ = [0]
+RECORDS = []
 SITE = ""
-FORWARD = None
 
 SNAPSHOT = "## Latest page snapshot"
 REFUSED = "staleguard refused this call"
@@ -208,24 +199,11 @@ def answers(body, stream):
 # ---------------------------------------------------------------- HTTP
 
 
-def record(store, seq, path, raw):
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = raw.decode("utf-8", "replace")
-    with LOCK:
-        store.append({"seq": seq, "path": path, "body": body})
-    return body
-
-
-class Handler(BaseHTTPRequestHandler):
+class Model(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):
         pass
-
-    def body(self):
-        return self.rfile.read(int(self.headers.get("content-length") or 0))
 
     def reply(self, status, ctype, data):
         self.send_response(status)
@@ -237,16 +215,25 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/_requests":
             with LOCK:
-                data = json.dumps({"sent": SENT, "received": RECEIVED}).encode()
+                data = json.dumps(RECORDS).encode()
             return self.reply(200, "application/json", data)
         self.reply(404, "application/json", b'{"error": {"code": 404, "message": "not found"}}')
 
+    def record(self):
+        """Records the request; its body parsed as JSON, or None."""
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        rec = {"method": self.command, "path": self.path,
+               "headers": [[k, v] for k, v in self.headers.items()],
+               "body": raw.decode("utf-8", "replace")}
+        with LOCK:
+            RECORDS.append(rec)
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
 
-class Model(Handler):
     def do_POST(self):
-        raw = self.body()
-        seq = self.headers.get("x-e2e-seq")
-        body = record(RECEIVED, seq, self.path, raw)
+        body = self.record()
         path = urllib.parse.urlsplit(self.path).path
         if not isinstance(body, dict) or not re.search(r":(stream)?[gG]enerateContent$", path):
             if path.endswith(":countTokens"):
@@ -262,40 +249,13 @@ class Model(Handler):
         self.reply(200, "application/json", json.dumps(chunks).encode())
 
 
-class Tap(Handler):
-    def do_POST(self):
-        raw = self.body()
-        with LOCK:
-            SEQ[0] += 1
-            seq = str(SEQ[0])
-        record(SENT, seq, self.path, raw)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
-        headers["x-e2e-seq"] = seq
-        conn = HTTPConnection(FORWARD[0], FORWARD[1], timeout=120)
-        try:
-            conn.request("POST", self.path, body=raw, headers=headers)
-            answer = conn.getresponse()
-            data = answer.read()
-            ctype = answer.getheader("content-type", "application/json")
-            self.reply(answer.status, ctype, data)
-        except OSError as e:
-            self.reply(502, "application/json", json.dumps({"error": {"code": 502, "message": str(e)}}).encode())
-        finally:
-            conn.close()
-
-
 def main():
-    global SITE, FORWARD
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: gemini_model.py SITE_BASE [FORWARD_ORIGIN]")
+    global SITE
+    if len(sys.argv) != 2:
+        sys.exit("usage: gemini_model.py SITE_BASE")
     SITE = sys.argv[1].rstrip("/")
     model = ThreadingHTTPServer(("127.0.0.1", 0), Model)
-    tap = ThreadingHTTPServer(("127.0.0.1", 0), Tap)
-    origin = sys.argv[2] if len(sys.argv) == 3 else f"http://127.0.0.1:{model.server_address[1]}"
-    parts = urllib.parse.urlsplit(origin)
-    FORWARD = (parts.hostname, parts.port or 80)
-    threading.Thread(target=tap.serve_forever, daemon=True).start()
-    print(model.server_address[1], tap.server_address[1], flush=True)
+    print(model.server_address[1], flush=True)
     model.serve_forever()
 
 

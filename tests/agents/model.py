@@ -22,8 +22,9 @@ since, refusals), never from how many requests came before, because agents send 
 
 A request without tools (a title or summary side request) gets a short plain text answer.
 
-As the relay it records every request and forwards it unchanged to URL, then sends the whole
-answer back: what the agent sent, to compare with what the model received behind the proxy.
+As the relay it records every request and forwards it unchanged to URL, but for a header
+`x-e2e-seq: N` (N counts its records from 1), then sends the whole answer back: what the agent
+sent, to compare with what the model received behind the proxy, paired by N.
 
 Either way:
   GET /_requests   JSON list of the recorded requests (method, path, headers, body as text)
@@ -360,12 +361,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": f"no {path}"}})
 
     def forward(self, body):
-        self.record(body)
+        seq = self.record(body)
         scheme, host, port = self.relay
         conn = (http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection)(
             host, port, timeout=300)
         skip = {"host", "content-length", "connection", "transfer-encoding"}
         headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        headers["x-e2e-seq"] = str(seq)
         conn.request(self.command, self.path, body=body, headers=headers)
         answer = conn.getresponse()
         data = answer.read()

@@ -254,7 +254,7 @@ fn forwarded_projections(scratch: &Scratch, sent: &[Record], mut got: Vec<Record
     );
     let mut paired = Vec::new();
     for (i, s) in sent.iter().enumerate() {
-        let want = project(scratch, &s.body);
+        let want = project(scratch, "auto", &s.body);
         let Some(j) = got.iter().position(|g| g.body == want) else {
             panic!("request {i}: the model got no `staleguard project` of what Claude Code sent");
         };

@@ -4,8 +4,9 @@
 //! (`tests/agents/gemini_model.py`), and chrome-devtools-mcp 1.11.0 behind `staleguard mcp` as
 //! its MCP server, on the order flow of the shared site.
 //!
-//! A recording tap of the scripted model's sits between the CLI and the proxy, so the test
-//! compares what the CLI sent with what the model received, request by request. The model acts
+//! The harness is the Claude Code test's (`agents`): `tests/agents/model.py` as a recording
+//! relay sits between the CLI and the proxy and numbers what it forwards, so the test compares
+//! what the CLI sent with what the model received, request by request. The model acts
 //! as a real one would: it reads the newest function response and decides the next call from
 //! it, and right after the click on "Place order" navigated it clicks that old uid again.
 //!
@@ -13,16 +14,16 @@
 //! it), Debian's Chromium and python3. A missing or broken CLI fails the test with what to
 //! install: it never skips.
 
+mod agents;
 mod mcp;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mcp::{cdmcp_command, workspace, Site};
+use agents::{project, repo, run_limited, Model, Proxy, Record, Scratch};
+use mcp::{cdmcp_command, Site};
 use serde_json::{json, Value};
 
 const VERSION: &str = "0.61.0";
@@ -34,152 +35,17 @@ const PROMPT: &str =
 const SERVER: &str = "browser";
 /// The CLI's run; the whole test stays under two minutes.
 const LIMIT: Duration = Duration::from_secs(90);
+/// What `run_limited` calls the CLI when it cannot start it.
+const CLI: &str = "Gemini CLI (it needs node 20.19 or later on PATH)";
 const SNAPSHOT: &str = "## Latest page snapshot";
 const RECEIPT: &str = "[staleguard receipt]";
 const REFUSED: &str = "staleguard refused this call";
 
 // ------------------------------------------------------------------------------------------
-// Processes
-
-/// A child process killed when the guard goes.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A scratch directory: the CLI's home, temp and working folders; kept when the test fails.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("staleguard-gemini-e2e-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        for sub in [
-            "home/.gemini",
-            "tmp",
-            "work",
-            "xdg/config",
-            "xdg/cache",
-            "xdg/data",
-            "xdg/state",
-        ] {
-            fs::create_dir_all(dir.join(sub)).expect("create the scratch folders");
-        }
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        kill_browsers_under(&self.0);
-        if std::thread::panicking() {
-            eprintln!("scratch files kept in {}", self.0.display());
-        } else {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-/// Kills the Chromium processes whose command line names `dir` (their `--isolated` profile
-/// sits in the CLI's TMPDIR): a browser the MCP server left behind, never anyone else's.
-fn kill_browsers_under(dir: &Path) {
-    let needle = dir.to_string_lossy().into_owned();
-    let Ok(procs) = fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in procs.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        if cmdline.contains("chrom") && cmdline.contains(&needle) {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn wait_for_port(port: u16, child: &mut Running, what: &str, log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let exited = child.0.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            let log = fs::read_to_string(log).unwrap_or_default();
-            panic!("{what} is not listening on 127.0.0.1:{port} ({exited:?}); stderr:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The scripted model and its tap, forwarding to the proxy at `proxy_port`.
-struct Model {
-    _proc: Running,
-    port: u16,
-    tap: u16,
-}
-
-fn start_model(site: &Site, proxy_port: u16) -> Model {
-    let script = workspace().join("tests/agents/gemini_model.py");
-    let mut child = Command::new("python3")
-        .arg(&script)
-        .arg(&site.base)
-        .arg(format!("http://127.0.0.1:{proxy_port}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start python3 {}: {e}", script.display()));
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    let ports: Vec<u16> = line
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let [port, tap] = ports[..] else {
-        panic!("gemini_model.py printed {line:?}, not two ports")
-    };
-    Model {
-        _proc: Running(child),
-        port,
-        tap,
-    }
-}
-
-/// `staleguard proxy` on `port` in front of the model, compaction on.
-fn start_proxy(scratch: &Scratch, port: u16, model: &Model) -> (Running, PathBuf) {
-    let log = scratch.0.join("proxy.stderr");
-    let child = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["proxy", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--upstream", &format!("http://127.0.0.1:{}", model.port)])
-        .current_dir(&scratch.0)
-        .env("BROWSER_HISTORY_COMPACTION", "on")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&log).expect("proxy log file"))
-        .spawn()
-        .expect("start staleguard proxy");
-    let mut proxy = Running(child);
-    wait_for_port(port, &mut proxy, "staleguard proxy", &log);
-    (proxy, log)
-}
-
-// ------------------------------------------------------------------------------------------
 // The CLI
 
 fn gemini_bin() -> PathBuf {
-    let dir = workspace().join(format!("tests/mcp/node/gemini-cli-{VERSION}"));
+    let dir = repo().join(format!("tests/mcp/node/gemini-cli-{VERSION}"));
     let bin = dir.join("node_modules/.bin/gemini");
     assert!(
         bin.exists(),
@@ -212,120 +78,61 @@ fn settings() -> Value {
 /// `gemini` with only the environment it needs: a throwaway home, temp and XDG folders, the
 /// dummy key and the base URL; nothing of the caller's (no real credentials, no proxies).
 fn gemini(scratch: &Scratch, base_url: &str) -> Command {
-    let dir = &scratch.0;
     let mut cmd = Command::new(gemini_bin());
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.join("home"))
-        .env("TMPDIR", dir.join("tmp"))
-        .env("XDG_CONFIG_HOME", dir.join("xdg/config"))
-        .env("XDG_CACHE_HOME", dir.join("xdg/cache"))
-        .env("XDG_DATA_HOME", dir.join("xdg/data"))
-        .env("XDG_STATE_HOME", dir.join("xdg/state"))
+        .envs(scratch.home_env())
         .env("NO_COLOR", "1")
         .env("GEMINI_API_KEY", API_KEY)
         .env("GOOGLE_GEMINI_BASE_URL", base_url)
-        .current_dir(dir.join("work"));
+        .current_dir(scratch.folder("work"));
     cmd
-}
-
-/// Runs `cmd` to its end within `limit`: (success, stdout, stderr). Fails loudly when the
-/// CLI cannot start or does not finish.
-fn run(mut cmd: Command, limit: Duration) -> (bool, String, String) {
-    let mut child = Running(
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start Gemini CLI ({e}); it needs node (20.19 or later) on PATH")
-            }),
-    );
-    let readers = [
-        child.0.stdout.take().map(read_all),
-        child.0.stderr.take().map(read_all),
-    ];
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Ok(Some(status)) = child.0.try_wait() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            drop(child);
-            let err = readers
-                .into_iter()
-                .nth(1)
-                .flatten()
-                .map(|r| r.join().unwrap_or_default());
-            panic!(
-                "Gemini CLI did not finish within {limit:?}; stderr:\n{}",
-                err.unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let [out, err] = readers.map(|r| r.map(|r| r.join().unwrap_or_default()).unwrap_or_default());
-    (status.success(), out, err)
-}
-
-fn read_all<R: Read + Send + 'static>(mut from: R) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = from.read_to_string(&mut s);
-        s
-    })
 }
 
 /// `gemini --version` must answer the pinned version: the CLI starts at all.
 fn check_version(scratch: &Scratch) {
     let mut cmd = gemini(scratch, "http://127.0.0.1:9");
     cmd.arg("--version");
-    let (ok, out, err) = run(cmd, Duration::from_secs(30));
+    let run = run_limited(cmd, Duration::from_secs(30), CLI);
     assert!(
-        ok && out.trim() == VERSION,
-        "Gemini CLI {VERSION} cannot start (node 20.19 or later must be on PATH):\nstdout: {out}\nstderr: {err}"
+        run.success && run.stdout.trim() == VERSION,
+        "Gemini CLI {VERSION} cannot start (node 20.19 or later must be on PATH):\nstdout: {}\nstderr: {}",
+        run.stdout,
+        run.stderr
     );
 }
 
 // ------------------------------------------------------------------------------------------
 // What the model saw
 
-/// A request the tap recorded (what the CLI sent) or the model received, by tap sequence.
+/// A request the relay recorded (what the CLI sent) or the model received, with its body
+/// parsed; `seq` is the number the relay gave it.
 #[derive(Debug, Clone)]
-struct Record {
+struct Request {
     seq: String,
     path: String,
     body: Value,
 }
 
-fn records(model: &Model) -> (Vec<Record>, Vec<Record>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", model.port)).expect("connect to the model");
-    write!(
-        stream,
-        "GET /_requests HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .expect("ask the model");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read /_requests");
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    let all: Value = serde_json::from_str(body)
-        .unwrap_or_else(|e| panic!("/_requests is not JSON ({e}): {body:.300}"));
-    let list = |key: &str| -> Vec<Record> {
-        all[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| Record {
-                seq: r["seq"].as_str().unwrap_or_default().to_string(),
-                path: r["path"].as_str().unwrap_or_default().to_string(),
-                body: r["body"].clone(),
-            })
-            .collect()
-    };
-    (list("sent"), list("received"))
+impl Request {
+    fn new(record: &Record, seq: String) -> Request {
+        Request {
+            seq,
+            path: record.path.clone(),
+            body: record.json(),
+        }
+    }
+}
+
+/// What the CLI sent (the relay's records, numbered from 1) and what the model received.
+fn requests(relay: &Model, model: &Model) -> (Vec<Request>, Vec<Request>) {
+    let sent = relay.requests().into_iter().enumerate();
+    let sent = sent.map(|(i, r)| Request::new(&r, (i + 1).to_string()));
+    let received = model.requests().into_iter().map(|r| {
+        let seq = r.header("x-e2e-seq").unwrap_or_default().to_string();
+        Request::new(&r, seq)
+    });
+    (sent.collect(), received.collect())
 }
 
 /// The functionResponse parts of a body, in order: (name, id, text of its response).
@@ -414,7 +221,7 @@ fn assert_pairs(body: &Value, what: &str) {
 
 /// What the model received is what the CLI sent with only older page snapshots replaced by
 /// receipts: every other part, and every key beside `contents`, is the same.
-fn assert_only_older_snapshots_changed(sent: &Record, received: &Record) -> usize {
+fn assert_only_older_snapshots_changed(sent: &Request, received: &Request) -> usize {
     let what = format!("request {} ({})", sent.seq, sent.path);
     assert_eq!(sent.path, received.path, "{what}: the path");
     let (s, r) = (&sent.body, &received.body);
@@ -468,7 +275,7 @@ fn assert_only_older_snapshots_changed(sent: &Record, received: &Record) -> usiz
 }
 
 /// In what the model received every page snapshot but the newest is a receipt.
-fn assert_older_snapshots_collapsed(received: &Record) {
+fn assert_older_snapshots_collapsed(received: &Request) {
     let snapshots: Vec<String> = results(&received.body)
         .into_iter()
         .filter(|(name, _, _)| name.ends_with("_take_snapshot"))
@@ -492,21 +299,9 @@ fn assert_older_snapshots_collapsed(received: &Record) {
 }
 
 /// The proxy forwarded exactly `staleguard project` of what the CLI sent.
-fn assert_projected_as_cli(scratch: &Scratch, sent: &Record, received: &Record) {
-    let input = scratch.0.join(format!("sent-{}.json", sent.seq));
-    fs::write(&input, sent.body.to_string()).expect("write the sent body");
-    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["project", "--format", "gemini"])
-        .arg(&input)
-        .current_dir(&scratch.0)
-        .output()
-        .expect("run staleguard project");
-    assert!(
-        out.status.success(),
-        "staleguard project: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let projected: Value = serde_json::from_slice(&out.stdout).expect("project writes JSON");
+fn assert_projected_as_cli(scratch: &Scratch, sent: &Request, received: &Request) {
+    let projected = project(scratch, "gemini", &sent.body.to_string());
+    let projected: Value = serde_json::from_str(&projected).expect("project writes JSON");
     assert_eq!(
         projected, received.body,
         "request {}: the proxy's projection differs from `staleguard project`",
@@ -524,31 +319,35 @@ fn assert_projected_as_cli(scratch: &Scratch, sent: &Record, received: &Record) 
 #[test]
 fn gemini_cli_order_flow_through_proxy_and_mcp_guard() {
     let started = Instant::now();
-    let scratch = Scratch::new();
+    let scratch = Scratch::new("gemini-cli");
     check_version(&scratch);
     let site = Site::shared();
-    let proxy_port = free_port();
-    let model = start_model(&site, proxy_port);
-    let (_proxy, proxy_log) = start_proxy(&scratch, proxy_port, &model);
-    let settings_file = scratch.0.join("home/.gemini/settings.json");
+    let model = Model::script("gemini_model.py", &[&site.base]);
+    let mut proxy = Proxy::start(&scratch, &model.origin());
+    let relay = Model::start(Some(&proxy.origin()));
+    let settings_file = scratch.folder("home/.gemini").join("settings.json");
     fs::write(
         &settings_file,
         serde_json::to_vec_pretty(&settings()).expect("settings JSON"),
     )
     .expect("write settings.json");
 
-    let mut cmd = gemini(&scratch, &format!("http://127.0.0.1:{}", model.tap));
+    let mut cmd = gemini(&scratch, &relay.origin());
     cmd.args(["-p", PROMPT, "--yolo", "--output-format", "text"]);
-    let (ok, stdout, stderr) = run(cmd, LIMIT);
-    assert!(ok, "Gemini CLI failed:\nstdout: {stdout}\nstderr: {stderr}");
-    eprintln!("Gemini CLI ran in {:?}", started.elapsed());
+    let run = run_limited(cmd, LIMIT, CLI);
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    assert!(
+        run.success,
+        "Gemini CLI failed:\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    eprintln!("Gemini CLI ran in {:?}", run.took);
 
-    let (sent, received) = records(&model);
-    let turns: Vec<&Record> = sent
+    let (sent, received) = requests(&relay, &model);
+    let turns: Vec<&Request> = sent
         .iter()
         .filter(|r| r.body.get("tools").is_some())
         .collect();
-    assert_browser_tools_loaded(&turns, &stderr);
+    assert_browser_tools_loaded(&turns, stderr);
     assert!(
         turns.len() >= 9,
         "the agent's turns: {}; stderr:\n{stderr}",
@@ -575,14 +374,14 @@ fn gemini_cli_order_flow_through_proxy_and_mcp_guard() {
         .find(|r| r.seq == turns.last().expect("a turn").seq)
         .expect("the last turn reached the model");
     assert_one_identity(&refusal, &newest.body);
-    assert_one_order(&last, &stdout);
-    assert_proxy_log(&proxy_log);
+    assert_one_order(&last, stdout);
+    assert_proxy_log(&proxy.stop());
     eprintln!("the whole test took {:?}", started.elapsed());
 }
 
 /// The CLI declared the browser server's tools: `staleguard mcp` and chrome-devtools-mcp
 /// started (the CLI goes on without an MCP server that fails to start).
-fn assert_browser_tools_loaded(turns: &[&Record], stderr: &str) {
+fn assert_browser_tools_loaded(turns: &[&Request], stderr: &str) {
     let snapshot = format!("mcp_{SERVER}_take_snapshot");
     let declared = turns.first().is_some_and(|t| {
         t.body["tools"]
@@ -671,8 +470,7 @@ fn assert_one_order(last: &Value, stdout: &str) {
 }
 
 /// The proxy projected Gemini requests and never logged the key.
-fn assert_proxy_log(log: &Path) {
-    let log = fs::read_to_string(log).unwrap_or_default();
+fn assert_proxy_log(log: &str) {
     assert!(log.contains("format=gemini outcome=projected"), "{log}");
     assert!(
         log.lines()

@@ -1,10 +1,13 @@
 //! The harness of the real-agent end-to-end tests: a throwaway home for the agent, the
-//! scripted model (`tests/agents/model.py`, as the model or as a recording relay), the proxy,
-//! and the agent run to its end within a time limit.
+//! scripted model (`tests/agents/model.py`, as the model or as a recording relay, or another
+//! provider's, such as `tests/agents/gemini_model.py`), the proxy, and the agent run to its
+//! end within a time limit.
 //!
 //! The chain an agent test builds: agent -> relay (records what the agent sent) -> `staleguard
 //! proxy` -> scripted model (records what the proxy forwarded and answers as a real model
 //! would), with the agent's browser MCP server behind `staleguard mcp`.
+
+#![allow(dead_code)] // Each test binary uses part of this module.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -134,7 +137,9 @@ pub fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
     (status, data[split + 4..].to_vec())
 }
 
-/// One request the scripted model (or relay) received.
+/// One request the scripted model (or relay) received. A relay numbers what it forwards in an
+/// `x-e2e-seq` header from 1, in the order of its records, so a request the model received is
+/// paired with the one the agent sent even when requests in flight together cross.
 pub struct Record {
     pub path: String,
     pub headers: Vec<(String, String)>,
@@ -157,22 +162,30 @@ impl Record {
     }
 }
 
-/// `tests/agents/model.py`: the scripted model, or with `relay` a recording relay to it.
+/// A scripted server of `tests/agents`: `model.py` as the model or, with `--relay URL`, as a
+/// recording relay to URL, or another provider's scripted model such as `gemini_model.py`.
 pub struct Model {
     _proc: Running,
     pub port: u16,
 }
 
 impl Model {
+    /// `model.py`: the scripted model, or with `relay` a recording relay to it.
     pub fn start(relay: Option<&str>) -> Model {
-        let script = repo().join("tests/agents/model.py");
-        assert!(script.is_file(), "missing {}", script.display());
-        let mut cmd = Command::new("python3");
-        cmd.arg(&script);
-        if let Some(url) = relay {
-            cmd.args(["--relay", url]);
+        match relay {
+            Some(url) => Model::script("model.py", &["--relay", url]),
+            None => Model::script("model.py", &[]),
         }
-        let mut child = cmd
+    }
+
+    /// `python3 tests/agents/<script> <args>`: a server that prints the port it listens on as
+    /// its first line and lists what it received at `GET /_requests`.
+    pub fn script(script: &str, args: &[&str]) -> Model {
+        let script = repo().join("tests/agents").join(script);
+        assert!(script.is_file(), "missing {}", script.display());
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -181,11 +194,11 @@ impl Model {
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
-            .expect("read the scripted model's port");
+            .expect("read the scripted server's port");
         let port = line
             .trim()
             .parse()
-            .unwrap_or_else(|_| panic!("model.py printed {line:?}, not a port"));
+            .unwrap_or_else(|_| panic!("{} printed {line:?}, not a port", script.display()));
         Model {
             _proc: Running(child),
             port,
@@ -336,13 +349,13 @@ pub fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
     }
 }
 
-/// `staleguard project --format auto` of `body` under the proxy's configuration: what the
+/// `staleguard project --format <format>` of `body` under the proxy's configuration: what the
 /// proxy must have forwarded for it.
-pub fn project(scratch: &Scratch, body: &str) -> String {
+pub fn project(scratch: &Scratch, format: &str, body: &str) -> String {
     let file = scratch.dir.join("sent-body.json");
     fs::write(&file, body).expect("write the body to project");
     let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["project", "--format", "auto"])
+        .args(["project", "--format", format])
         .arg(&file)
         .env("BROWSER_HISTORY_COMPACTION", "on")
         .env_remove("BROWSER_EVIDENCE_RETENTION")
