@@ -3,16 +3,12 @@
 //! Every function takes the request as text (the Python half turns dicts into JSON and back)
 //! and the config as the text of a `staleguard.toml`, so the loading rules are the core's
 //! own. Errors become the `StaleguardError` family; nothing panics across the boundary
-//! (PyO3 would turn a panic into `PanicException`, which is not a `ValueError`).
+//! (PyO3 would turn a panic into `PanicException`, which is not a `ValueError`). `main` is
+//! the `staleguard` console script: the CLI's own code, given `sys.argv`.
 
 #![forbid(unsafe_code)]
 // pyo3 0.22's `#[pyfunction]` expansion converts `PyErr` into itself (fixed in pyo3 0.23).
 #![allow(clippy::useless_conversion)]
-
-// The CLI's `inspect --json` report, shared as source so both print the same fields.
-#[allow(dead_code)]
-#[path = "../../../crates/staleguard-cli/src/inspect.rs"]
-mod inspect;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -20,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use staleguard::guard::{Refusal, Verdict as GuardVerdict};
 use staleguard::{Config, Options, Projection, RequestFormat};
+use staleguard_cli::inspect;
 
 create_exception!(
     _native,
@@ -43,7 +40,7 @@ create_exception!(
     _native,
     UnknownFormatError,
     StaleguardError,
-    "`format` is not one of auto, openai, anthropic or responses."
+    "`format` is not one of auto, openai, anthropic, responses or gemini."
 );
 create_exception!(
     _native,
@@ -259,6 +256,15 @@ fn check_call(
     })
 }
 
+/// Runs the `staleguard` command with `argv` (the program name first) and returns its exit
+/// code: the console script's body. The GIL is released for the whole run, so a long one
+/// (`proxy`, `mcp`) holds up no Python thread; output goes straight to the process's
+/// standard output and error, as the binary's does.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.allow_threads(move || staleguard_cli::run(argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -275,5 +281,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(project_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_call, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,10 +24,27 @@ def cli_binary() -> Path:
     pytest.fail("no staleguard binary: run `cargo build -p staleguard-cli` first (or set STALEGUARD_BIN)")
 
 
+def console_script() -> Path:
+    """The `staleguard` console script the package installed next to this Python (a venv's
+    bin/), not the cargo-built binary."""
+    script = Path(sys.executable).parent / ("staleguard.exe" if os.name == "nt" else "staleguard")
+    if not script.is_file():
+        pytest.fail(f"no staleguard console script next to {sys.executable}: pip install ./bindings/python into this environment")
+    return script
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("STALEGUARD_", "BROWSER_HISTORY"))}
+
+
+def run(program: Path, tmp_path: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """Runs `program` in an empty directory (no ./staleguard.toml) with no STALEGUARD_* variables."""
+    return subprocess.run([str(program), *args], cwd=tmp_path, env=clean_env(), input=stdin, capture_output=True, timeout=120)
+
+
 def cli(tmp_path: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    """Runs the CLI in an empty directory (no ./staleguard.toml) with no STALEGUARD_* variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STALEGUARD_", "BROWSER_HISTORY"))}
-    return subprocess.run([str(cli_binary()), *args], cwd=tmp_path, env=env, input=stdin, capture_output=True)
+    """Runs the cargo-built CLI as `run` does."""
+    return run(cli_binary(), tmp_path, *args, stdin=stdin)
 
 
 def session(name: str) -> str:

@@ -31,10 +31,10 @@ def test_str_bytes_and_dict_project_as_the_cli_does(name, tmp_path):
 def test_format_is_passed_on_and_checked(tmp_path):
     text = session("order.anthropic.json")
     assert staleguard.project(text, format="anthropic") == staleguard.project(text)
-    with pytest.raises(staleguard.NotARequestError, match="no `messages` or `input`"):
+    with pytest.raises(staleguard.NotARequestError, match=r"no `messages`.*`contents`"):
         staleguard.project('{"model": "m"}')
-    with pytest.raises(staleguard.UnknownFormatError, match="gemini"):
-        staleguard.project(text, format="gemini")
+    with pytest.raises(staleguard.UnknownFormatError, match="bard"):
+        staleguard.project(text, format="bard")
 
 
 def test_config_dict_and_path_read_as_the_cli_reads_the_file(tmp_path):
@@ -54,7 +54,10 @@ def test_config_dict_and_path_read_as_the_cli_reads_the_file(tmp_path):
 @pytest.mark.parametrize(
     "config, says",
     [
-        ({"max_repeats": "many"}, "invalid type: string"),
+        ({"max_repeats": "many"}, 'max_repeats: invalid type: string "many"'),
+        ({"receipt_max_bytes": -1}, "receipt_max_bytes: invalid value: integer `-1`"),
+        ({"evidence_retention": 5}, "evidence_retention: invalid type: integer"),
+        ({"browser_tools": ["browser_*", 7]}, "browser_tools: invalid type: integer `7`"),
         ({"evidence_retention": "maybe"}, "evidence_retention"),
         ({"no_such_key": 1}, "no_such_key"),
         ({"receipt_max_bytes": 1.5}, "receipt_max_bytes"),

@@ -70,6 +70,9 @@ class ScriptedModel(BaseHTTPRequestHandler):
             answer = responses_answer()
         elif self.path.endswith("/messages"):
             answer = messages_answer(stream)
+        elif self.path.endswith("/messages/count_tokens"):
+            # A count the test can recompute from what was sent.
+            answer = {"input_tokens": len(json.dumps(body["messages"]))}
         else:
             self.send_error(404)
             return
@@ -214,6 +217,51 @@ def test_anthropic_async_create_and_stream(model):
         assert_projected(received, request, "anthropic")
 
     asyncio.run(run())
+
+
+def test_anthropic_count_tokens_counts_the_projected_request(model):
+    url, received = model
+    request = recorded("order.anthropic.json")
+    sync, async_client = (staleguard.wrap(c) for c in anthropic_clients(url))
+    kwargs = {k: request[k] for k in ("model", "system", "messages", "tools")}
+    counted = sync.messages.count_tokens(**kwargs)
+    (_, sent), = received
+    assert counted.input_tokens == len(json.dumps(sent["messages"])), "the model's count, handed back"
+    assert counted.input_tokens < len(json.dumps(request["messages"])), "of the smaller, projected request"
+    assert_projected(received, request, "anthropic")
+
+    async def run():
+        return await async_client.messages.count_tokens(**kwargs)
+
+    assert asyncio.run(run()).input_tokens == counted.input_tokens
+    assert_projected(received, request, "anthropic")
+
+
+def test_openai_parse_stream_helper_and_streaming_response(model):
+    url, received = model
+    request = recorded("order.openai.json")
+    client = staleguard.wrap(openai_clients(url)[0]).copy(timeout=30)
+    assert isinstance(client, openai.OpenAI)
+    kwargs = {"model": request["model"], "messages": request["messages"]}
+    parsed = client.chat.completions.parse(**kwargs)
+    assert parsed.choices[0].message.content == "".join(ANSWER)
+    assert_projected(received, request, "openai")
+    with client.chat.completions.stream(**kwargs) as stream:
+        assert stream.get_final_completion().choices[0].message.content == "".join(ANSWER)
+    assert_projected(received, request, "openai")
+    with client.chat.completions.with_streaming_response.create(**kwargs) as response:
+        assert response.parse().choices[0].message.content == "".join(ANSWER)
+    assert_projected(received, request, "openai")
+
+
+def test_openai_responses_parse(model):
+    url, received = model
+    chat = recorded("order.openai.json")
+    items = responses_input(chat)
+    expected = staleguard.project({"model": chat["model"], "input": items}, format="responses")["input"]
+    client = staleguard.wrap(openai_clients(url)[0])
+    assert client.responses.parse(model=chat["model"], input=items).output_text == "".join(ANSWER)
+    assert [body["input"] for _, body in received] == [expected]
 
 
 def test_with_options_copies_stay_wrapped(model):

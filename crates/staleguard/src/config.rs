@@ -7,9 +7,6 @@
 //! same text and environment they read their own settings from; [`parse_switch`] is the
 //! strict on/off reading every layer uses.
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
-
 use crate::error::ConfigError;
 use crate::tools::DEFAULT_BROWSER_TOOLS;
 
@@ -63,46 +60,42 @@ impl Default for Config {
     }
 }
 
-/// The file layer: every key optional, unknown keys refused. The `[proxy]` and `[mcp]`
-/// tables belong to the hosts, which read and check them from the same text
-/// (`staleguard_proxy::ProxyConfig`, `staleguard_mcp::McpConfig`); the core skips them.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileLayer {
-    browser_history_compaction: Option<Switch>,
-    evidence_retention: Option<Switch>,
-    progress_tracking: Option<Switch>,
-    max_repeats: Option<u32>,
-    receipt_max_bytes: Option<usize>,
-    evidence_max_bytes: Option<usize>,
-    evidence_max_items: Option<usize>,
-    evidence_max_quote_bytes: Option<usize>,
-    request_budget_bytes: Option<usize>,
-    browser_tools: Option<Vec<String>>,
-    #[serde(rename = "proxy")]
-    _proxy: Option<IgnoredAny>,
-    #[serde(rename = "mcp")]
-    _mcp: Option<IgnoredAny>,
+const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
+
+/// The keys of the file layer. The `[proxy]` and `[mcp]` tables belong to the hosts, which
+/// read and check them from the same text (`staleguard_proxy::ProxyConfig`,
+/// `staleguard_mcp::McpConfig`); the core skips them. Any other key is refused.
+const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, [proxy], [mcp]";
+
+/// One key's value as `T`; a value of the wrong type is an error that names the key.
+fn typed<T: serde::de::DeserializeOwned>(key: &str, value: toml::Value) -> Result<T, ConfigError> {
+    value
+        .try_into()
+        .map_err(|e: toml::de::Error| ConfigError::File(format!("{key}: {}", e.message())))
 }
 
 /// An on/off value in the file: a TOML boolean or one of the on/off words.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Switch {
-    Bool(bool),
-    Word(String),
+fn switch(key: &str, value: toml::Value) -> Result<bool, ConfigError> {
+    match value {
+        toml::Value::Boolean(b) => Ok(b),
+        toml::Value::String(w) => parse_switch(&w)
+            .ok_or_else(|| ConfigError::File(format!("{key} = {w:?}: {SWITCH_EXPECTED}"))),
+        other => Err(ConfigError::File(format!(
+            "{key}: invalid type: {}, expected a boolean or one of on|true|1|yes or off|false|0|no",
+            other.type_str()
+        ))),
+    }
 }
 
-impl Switch {
-    fn resolve(self, key: &str) -> Result<bool, ConfigError> {
-        match self {
-            Switch::Bool(b) => Ok(b),
-            Switch::Word(w) => parse_switch(&w).ok_or_else(|| {
-                ConfigError::File(format!(
-                    "{key} = {w:?}: expected on|true|1|yes or off|false|0|no"
-                ))
-            }),
+/// A TOML syntax error, with the line it is on (the parser's message says what is wrong).
+fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let message = e.message().trim_end();
+    match e.span().and_then(|span| text.get(..span.start)) {
+        Some(before) => {
+            let line = before.matches('\n').count() + 1;
+            ConfigError::File(format!("line {line}: {message}"))
         }
+        None => ConfigError::File(message.to_string()),
     }
 }
 
@@ -114,8 +107,6 @@ pub fn parse_switch(value: &str) -> Option<bool> {
         _ => None,
     }
 }
-
-const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
 
 impl Config {
     /// Loads the layers: defaults, then `file` (the text of a `staleguard.toml`), then
@@ -156,29 +147,34 @@ impl Config {
     }
 
     fn apply_file(&mut self, text: &str) -> Result<(), ConfigError> {
-        let layer: FileLayer =
-            toml::from_str(text).map_err(|e| ConfigError::File(e.message().to_string()))?;
-        if let Some(s) = layer.browser_history_compaction {
-            self.browser_history_compaction = s.resolve("browser_history_compaction")?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
+        for (key, value) in table {
+            self.apply_key(&key, value)?;
         }
-        if let Some(s) = layer.evidence_retention {
-            self.evidence_retention = Some(s.resolve("evidence_retention")?);
+        Ok(())
+    }
+
+    /// One key of the file; its value is checked against the key's type here, so an error
+    /// names the key.
+    fn apply_key(&mut self, key: &str, value: toml::Value) -> Result<(), ConfigError> {
+        match key {
+            "browser_history_compaction" => self.browser_history_compaction = switch(key, value)?,
+            "evidence_retention" => self.evidence_retention = Some(switch(key, value)?),
+            "progress_tracking" => self.progress_tracking = Some(switch(key, value)?),
+            "max_repeats" => self.max_repeats = typed(key, value)?,
+            "receipt_max_bytes" => self.receipt_max_bytes = typed(key, value)?,
+            "evidence_max_bytes" => self.evidence_max_bytes = typed(key, value)?,
+            "evidence_max_items" => self.evidence_max_items = typed(key, value)?,
+            "evidence_max_quote_bytes" => self.evidence_max_quote_bytes = typed(key, value)?,
+            "request_budget_bytes" => self.request_budget_bytes = Some(typed(key, value)?),
+            "browser_tools" => self.browser_tools = typed(key, value)?,
+            "proxy" | "mcp" => {}
+            other => {
+                return Err(ConfigError::File(format!(
+                    "unknown key `{other}`, expected one of {FILE_KEYS}"
+                )))
+            }
         }
-        if let Some(s) = layer.progress_tracking {
-            self.progress_tracking = Some(s.resolve("progress_tracking")?);
-        }
-        set(&mut self.max_repeats, layer.max_repeats);
-        set(&mut self.receipt_max_bytes, layer.receipt_max_bytes);
-        set(&mut self.evidence_max_bytes, layer.evidence_max_bytes);
-        set(&mut self.evidence_max_items, layer.evidence_max_items);
-        set(
-            &mut self.evidence_max_quote_bytes,
-            layer.evidence_max_quote_bytes,
-        );
-        if layer.request_budget_bytes.is_some() {
-            self.request_budget_bytes = layer.request_budget_bytes;
-        }
-        set(&mut self.browser_tools, layer.browser_tools);
         Ok(())
     }
 
@@ -358,5 +354,33 @@ mod tests {
         assert!(err.to_string().contains("sometimes"), "{err}");
         let err = Config::load(None, env_of(&[("STALEGUARD_MAX_REPEATS", "-1")])).unwrap_err();
         assert!(err.to_string().contains("STALEGUARD_MAX_REPEATS"), "{err}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_key() {
+        for (file, key, what) in [
+            ("max_repeats = \"three\"", "max_repeats", "string"),
+            ("receipt_max_bytes = -1", "receipt_max_bytes", "-1"),
+            ("browser_tools = [\"a\", 1]", "browser_tools", "integer"),
+            ("evidence_retention = 5", "evidence_retention", "integer"),
+            (
+                "request_budget_bytes = 1.5",
+                "request_budget_bytes",
+                "float",
+            ),
+        ] {
+            let text = Config::load(Some(file), env_of(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(text.contains(&format!("{key}:")), "{file}: {text}");
+            assert!(text.contains(what), "{file}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_syntax_error_says_its_line() {
+        let err = Config::load(Some("max_repeats = 3\n\nreceipt_max_bytes = "), env_of(&[]));
+        let text = err.unwrap_err().to_string();
+        assert!(text.starts_with("config file: line 3: "), "{text}");
     }
 }

@@ -1,0 +1,5 @@
+"""``python -m staleguard``: the ``staleguard`` command."""
+
+from ._cli import main
+
+main()
