@@ -47,7 +47,7 @@ def project(body: Any, *, format: str = "auto", config: Config = None) -> Any:
 
     ``body`` is a request of the OpenAI Chat, OpenAI Responses or Anthropic Messages API:
     a ``dict`` (a ``dict`` comes back), JSON ``str`` (``str``) or UTF-8 JSON ``bytes``
-    (``bytes``). ``format`` is ``auto``, ``openai``, ``anthropic`` or ``responses``.
+    (``bytes``). ``format`` is ``auto``, ``openai``, ``anthropic``, ``responses`` or ``gemini``.
     ``config`` holds the keys of ``staleguard.toml``, as a dict or the path of such a file;
     the environment (``STALEGUARD_*``) applies on top, as for every host. The call itself
     opts in: it projects whatever ``browser_history_compaction`` says. The GIL is released

@@ -19,7 +19,7 @@ class NotARequestError(StaleguardError):
     """Valid JSON, but not a request body of a format staleguard reads."""
 
 class UnknownFormatError(StaleguardError):
-    """`format` is not one of auto, openai, anthropic or responses."""
+    """`format` is not one of auto, openai, anthropic, responses or gemini."""
 
 class ConfigValueError(StaleguardError):
     """A config key or value (or an environment variable) is not allowed."""
