@@ -34,8 +34,10 @@ impl McpConfig {
     /// defaults. Unknown keys inside the table are refused, keys outside it are not looked
     /// at (they are [`staleguard::Config::load`]'s to check).
     pub fn from_toml(text: &str) -> Result<McpConfig, ConfigError> {
-        let file: File =
-            toml::from_str(text).map_err(|e| ConfigError::File(e.message().to_string()))?;
+        let file: File = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|span| span.start);
+            staleguard::config::table_error(text, "mcp", e.message(), at)
+        })?;
         Ok(file.mcp.unwrap_or_default())
     }
 }
@@ -90,5 +92,16 @@ mod tests {
         let err = McpConfig::from_toml("mcp = true").unwrap_err();
         assert!(err.to_string().contains("McpConfig"), "{err}");
         assert!(McpConfig::from_toml("[mcp]\nguard = ").is_err());
+    }
+
+    /// A wrong type in the table names the table and the key, wherever the key sits.
+    #[test]
+    fn a_wrong_type_names_its_key() {
+        let file = "max_repeats = 3\n[mcp]\nguard = false\nmax_observations = \"many\"\n";
+        let text = McpConfig::from_toml(file).unwrap_err().to_string();
+        assert!(
+            text.contains("[mcp] max_observations: invalid type"),
+            "{text}"
+        );
     }
 }

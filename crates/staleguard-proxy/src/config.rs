@@ -36,8 +36,10 @@ impl ProxyConfig {
     /// defaults. Unknown keys inside the table are refused, keys outside it are not looked
     /// at (they are [`staleguard::Config::load`]'s to check).
     pub fn from_toml(text: &str) -> Result<ProxyConfig, ConfigError> {
-        let file: File =
-            toml::from_str(text).map_err(|e| ConfigError::File(e.message().to_string()))?;
+        let file: File = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|span| span.start);
+            staleguard::config::table_error(text, "proxy", e.message(), at)
+        })?;
         Ok(file.proxy.unwrap_or_default())
     }
 }
@@ -73,5 +75,13 @@ mod tests {
         let err = ProxyConfig::from_toml("proxy = 3").unwrap_err();
         assert!(err.to_string().contains("ProxyConfig"), "{err}");
         assert!(ProxyConfig::from_toml("[proxy]\nlisten = ").is_err());
+    }
+
+    /// A wrong type in the table names the table and the key, wherever the key sits.
+    #[test]
+    fn a_wrong_type_names_its_key() {
+        let file = "max_repeats = 3\n[proxy]\nupstream = \"http://u\"\nlisten = 5\n";
+        let text = ProxyConfig::from_toml(file).unwrap_err().to_string();
+        assert!(text.contains("[proxy] listen: invalid type"), "{text}");
     }
 }
