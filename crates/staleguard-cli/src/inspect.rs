@@ -52,6 +52,8 @@ struct CallRow {
     tool: String,
     verdict: &'static str,
     reason: Option<String>,
+    /// The refusal's kind as the README and the MCP guard's log name it (`StaleRef`).
+    refusal: Option<String>,
     repeated_submission: bool,
 }
 
@@ -187,10 +189,10 @@ impl Report<'_> {
                 c.message,
                 clip(&c.tool, 22),
                 c.verdict,
-                if c.repeated_submission {
-                    "  [repeated submission]"
-                } else {
-                    ""
+                match (&c.refusal, c.repeated_submission) {
+                    (Some(kind), _) => format!("  [{kind}]"),
+                    (None, true) => "  [repeated submission]".to_string(),
+                    (None, false) => String::new(),
                 },
                 c.reason
                     .as_deref()
@@ -216,15 +218,18 @@ fn progress_and_guard(projected: &Projected, rows: &mut [Row<'_>]) -> (Vec<CallR
         .verdicts
         .iter()
         .map(|v| {
-            let (word, reason) = match &v.verdict {
-                Verdict::Allow { note } => ("allow", note.clone()),
-                Verdict::Refuse { message, .. } => ("refuse", Some(message.clone())),
+            let (word, reason, refusal) = match &v.verdict {
+                Verdict::Allow { note } => ("allow", note.clone(), None),
+                Verdict::Refuse { message, why } => {
+                    ("refuse", Some(message.clone()), Some(format!("{why:?}")))
+                }
             };
             CallRow {
                 message: v.message,
                 tool: v.tool.clone(),
                 verdict: word,
                 reason,
+                refusal,
                 repeated_submission: progress.repeated.iter().any(|r| r.call == v.item),
             }
         })

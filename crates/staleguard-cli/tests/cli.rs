@@ -334,6 +334,23 @@ fn inspect_shows_fingerprints_progress_and_verdicts() {
         .filter(|c| c["verdict"] == "refuse")
         .count();
     assert_eq!(refused, 2, "the stale Place order and the repeated one");
+    // Each refusal names its kind, as the README and the MCP guard's log do: on Chrome
+    // DevTools MCP, a uid after an unseen navigation, a stale uid, a repeated submission.
+    let path = fixture("cdmcp-1.11.0/order_inline.openai.json");
+    let out = run(&["inspect", "--json", path.to_str().unwrap()], None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let kinds: Vec<&str> = v["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["refusal"].as_str())
+        .collect();
+    assert_eq!(kinds, ["StaleRef", "RepeatedSubmission"]);
+    let table = stdout(&run(&["inspect", path.to_str().unwrap()], None));
+    assert!(
+        table.contains("refuse   [StaleRef]  staleguard refused this call: ref 6_5"),
+        "{table}"
+    );
 }
 
 /// `archive` lists the observations and reads one back by the ID its receipt shows.
