@@ -378,7 +378,7 @@ impl Relay {
         }
         // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
         let page = arguments_of(&message).get("pageId").cloned();
-        let tool = staleguard::tools::snapshot_tool(self.session.page().format);
+        let tool = staleguard::observation::snapshot_tool(self.session.page().format);
         let arguments = match &page {
             Some(page) => json!({ "pageId": page }),
             None => json!({}),
@@ -446,7 +446,7 @@ impl Relay {
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
-        let tool = staleguard::tools::snapshot_tool(self.session.page().format);
+        let tool = staleguard::observation::snapshot_tool(self.session.page().format);
         let text = format!("staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.");
         let mut out = vec![to_client(&refusal(&parked.id, &text))];
         out.extend(self.drain_queue());
@@ -481,7 +481,7 @@ impl Relay {
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
             let page = self.session.page();
-            let unique = staleguard::tools::refs_unique(page.format);
+            let unique = staleguard::observation::refs_unique(page.format);
             if self.options.guard && self.options.namespace_refs && !unique {
                 changed |= match scope_at_refs(result, doc, &reading, &text) {
                     Some(scoped) => scoped,

@@ -143,7 +143,7 @@ pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserT
         return Verdict::Allow { note: None };
     }
     let page = session.page();
-    let snapshot_tool = crate::tools::snapshot_tool(page.format);
+    let snapshot_tool = crate::observation::snapshot_tool(page.format);
     if session.page_unseen() {
         return refuse(
             Refusal::NeedsSnapshot,

@@ -46,25 +46,6 @@ pub fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
-/// True when the server whose format named the page never reuses a ref id: Chrome DevTools
-/// MCP's uids (`4_5`) carry the number of the snapshot that first showed the node and
-/// persist while the node lives, so the MCP guard leaves them as they are instead of
-/// naming their document (Playwright's `e7` restarts on every document).
-pub fn refs_unique(format: &str) -> bool {
-    format == crate::observation::cdmcp::NAME
-}
-
-/// The tool that takes a fresh snapshot on the server whose format named the page
-/// (a [`Page::format`](crate::progress::Page::format)): what refusals tell the model to
-/// call, and what the MCP guard calls itself.
-pub fn snapshot_tool(format: &str) -> &'static str {
-    if format == crate::observation::cdmcp::NAME {
-        "take_snapshot"
-    } else {
-        "browser_snapshot"
-    }
-}
-
 /// Compiled browser tool patterns.
 #[derive(Debug, Clone)]
 pub struct BrowserTools {

@@ -68,6 +68,16 @@ impl ObservationFormat for ChromeDevTools {
     fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
         read(text, false)
     }
+
+    fn snapshot_tool(&self) -> &'static str {
+        "take_snapshot"
+    }
+
+    /// A uid (`4_5`) carries the number of the snapshot that first showed the node and
+    /// persists while the node lives; the server never reuses one.
+    fn refs_unique(&self) -> bool {
+        true
+    }
 }
 
 /// Where a line of the result is.

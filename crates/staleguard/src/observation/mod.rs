@@ -214,6 +214,16 @@ pub trait ObservationFormat: Sync {
     fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
         self.parse(text)
     }
+    /// The tool that takes a fresh snapshot on this format's server: what refusals tell
+    /// the model to call, and what the MCP guard calls itself.
+    fn snapshot_tool(&self) -> &'static str {
+        "browser_snapshot"
+    }
+    /// True when the server never reuses a ref id within its process, so the MCP guard
+    /// leaves refs as they are instead of naming their document.
+    fn refs_unique(&self) -> bool {
+        false
+    }
 }
 
 /// Every supported format, most specific first.
@@ -225,6 +235,23 @@ pub static FORMATS: &[&dyn ObservationFormat] = &[
     &agent_browser::AgentBrowser,
     &cdmcp::ChromeDevTools,
 ];
+
+/// The format named `name` ([`ObservationFormat::name`]), as a [`Page`](crate::progress::Page)
+/// or a header records it.
+pub fn format_named(name: &str) -> Option<&'static dyn ObservationFormat> {
+    FORMATS.iter().copied().find(|f| f.name() == name)
+}
+
+/// [`ObservationFormat::snapshot_tool`] of the format named `name`; `browser_snapshot` when
+/// no format named the page yet.
+pub fn snapshot_tool(name: &str) -> &'static str {
+    format_named(name).map_or("browser_snapshot", |f| f.snapshot_tool())
+}
+
+/// [`ObservationFormat::refs_unique`] of the format named `name`.
+pub fn refs_unique(name: &str) -> bool {
+    format_named(name).is_some_and(|f| f.refs_unique())
+}
 
 /// Parses `text` with the first format that recognises it.
 pub fn parse(text: &str) -> Option<Observation<'_>> {
