@@ -538,14 +538,18 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
     )
 }
 
-/// The result the evidence block rides on: the newest non-failed browser result. `None`
-/// when there is none, or when it already carries a block (a projected request).
+/// The result the evidence block and guidance ride on: the newest non-failed browser result
+/// at or after the live page state. With no live page state, only the newest browser result
+/// qualifies: text appended to an older one would move when the session goes on, and SPEC 9
+/// C1 freezes everything before the newest browser result. `None` when nothing qualifies,
+/// or when the target already carries a block (a projected request).
 pub fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
-    let (step, _) = session
-        .steps
-        .iter()
-        .zip(&plan.results)
-        .rev()
-        .find(|(_, r)| r.status != Status::Failed)?;
+    let live = plan.results.iter().any(|r| r.status == Status::Live);
+    let mut newest_first = session.steps.iter().zip(&plan.results).rev();
+    let (step, _) = if live {
+        newest_first.find(|(_, r)| r.status != Status::Failed)?
+    } else {
+        newest_first.next().filter(|(_, r)| r.status != Status::Failed)?
+    };
     (!step.appendix).then_some(step.item)
 }

@@ -115,7 +115,7 @@ pub fn project(
     let session = Session::read(request.transcript(), &tools, options.memo, depth);
     let mut report = projection::plan(&session, config.receipt_max_bytes);
     let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
-    // Guidance and evidence ride on the newest non-failed browser result.
+    // Guidance and evidence ride on the newest non-failed browser result of the live state.
     let target = evidence::target(&session, &report);
     if let (true, Some(progress), Some(target)) = (config.progress_on(), &progress, target) {
         add_guidance(progress, target, &mut report);
@@ -194,8 +194,8 @@ fn analyse_progress(
     (progress, Vec::new())
 }
 
-/// Appends the no-progress guidance to `target`, the newest non-failed browser result, when
-/// the session is stalled.
+/// Appends the no-progress guidance to `target` ([`evidence::target`]) when the session is
+/// stalled.
 fn add_guidance(progress: &Progress, target: usize, plan: &mut Plan) {
     let Some(step) = progress.last() else {
         return;
@@ -255,7 +255,7 @@ fn add_written_evidence(
 }
 
 /// Selects evidence, with the host's `explicit` items, and appends its block to `target`,
-/// the newest non-failed browser result, within the request budget.
+/// ([`evidence::target`]), within the request budget.
 fn add_evidence(
     request: &WireRequest<'_>,
     session: &Session<'_>,

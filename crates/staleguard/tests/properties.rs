@@ -138,3 +138,23 @@ fn prefix_stable_when_no_observation_is_live() {
         check_prefix_stable(&project(&truncate(&body, k)), &b);
     }
 }
+
+/// A regression found by `prefix_stable`: with no observation in the request and a failed
+/// newest result, guidance had ridden on an older result and moved when the session went on.
+#[test]
+fn guidance_stays_put_without_a_live_page() {
+    let steps = [
+        (8347818668876566493usize, 0u8),
+        (2622975483902179674, 0),
+        (4050212629517068971, 0),
+        (9224260211485195543, 0),
+        (0, 0),
+        (1, 0),
+    ];
+    let body = build(&steps);
+    let n = messages(&body).len();
+    let full = project(&body);
+    for k in 1..n {
+        check_prefix_stable(&project(&truncate(&body, k)), &full);
+    }
+}
