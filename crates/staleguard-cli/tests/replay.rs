@@ -734,8 +734,10 @@ fn real_pages() -> Vec<PathBuf> {
     out
 }
 
-/// SPEC 9 on every recording, as a provider bills it (OpenAI bodies: the prefix model).
-/// What holds today: never more than 1.10 times sending everything, where pages are large
+/// SPEC 9 on every recording (every Playwright MCP version, Chrome DevTools MCP and the seed
+/// format), as a provider bills it (OpenAI bodies: the prefix model). What holds today:
+/// never more than 1.10 times sending everything but on the seed format's tiny pages (named
+/// below with why), where pages are large
 /// at most 1.03 times `newest-only`, history frozen on every turn, and on the shared site
 /// every fact where it is needed. The target of at most 1.08 times `newest-only` on small
 /// pages is not met on every session yet: each miss is named below, with its measured
@@ -752,11 +754,27 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
         ("pwmcp-0.0.56/order", 1.108),
         ("pwmcp-0.0.56/research", 1.125),
     ];
-    let sessions: Vec<PathBuf> = recordings()
+    // The seed format's session: pages of 100 to 500 bytes, where even newest-only's one-line
+    // placeholder costs 1.09 x none and SPEC 2's receipt (ID, tool, URL, title, action, refs
+    // withheld, stale notice: about 210 bytes) alone costs 1.21 x none. Measured, +0.005.
+    const TINY_PAGES: (&str, f64, f64) = ("ankita/order", 1.259, 1.157);
+    let mut sessions: Vec<PathBuf> = recordings()
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
         .collect();
-    let out = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
+    let cdmcp = shared().join("fixtures/cdmcp-1.11.0");
+    for s in SCENARIOS.iter().chain(&["order_inline"]) {
+        sessions.push(cdmcp.join(format!("{s}.openai.json")));
+    }
+    let mut out = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
+    let ankita = shared().join("fixtures/ankita/order.openai.json");
+    let ankita_facts = facts_dir().join("ankita");
+    out.extend(replay(
+        &["--facts-dir", ankita_facts.to_str().unwrap()],
+        std::slice::from_ref(&ankita),
+    ));
+    sessions.push(ankita);
+    let mut facts = 0;
     for (path, v) in sessions.iter().zip(&out) {
         let name = v["session"]
             .as_str()
@@ -767,11 +785,13 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
             num(&sg["relative_to_none"]),
             num(&sg["relative_to_newest_only"]),
         );
-        assert!(vs_none <= 1.10, "{name}: {vs_none:.3} x none");
-        let allowed = OVER_TARGET
-            .iter()
-            .find(|(s, _)| *s == name)
-            .map_or(1.08, |(_, r)| *r);
+        let (none_allowed, allowed) = if name == TINY_PAGES.0 {
+            (TINY_PAGES.1, TINY_PAGES.2)
+        } else {
+            let newest = OVER_TARGET.iter().find(|(s, _)| *s == name);
+            (1.10, newest.map_or(1.08, |(_, r)| *r))
+        };
+        assert!(vs_none <= none_allowed, "{name}: {vs_none:.3} x none");
         assert!(
             vs_newest <= allowed,
             "{name}: {vs_newest:.3} x newest-only (allowed {allowed})"
@@ -781,6 +801,7 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
             "{name}: C1 broke"
         );
         for fact in v["facts"].as_array().unwrap() {
+            facts += 1;
             assert!(
                 present(fact, "staleguard"),
                 "{}: missing {fact}",
@@ -788,6 +809,9 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
             );
         }
     }
+    // Every facts file was read: 31 facts for each Playwright version's six sessions, 35 for
+    // Chrome DevTools MCP's seven, 3 for the seed session.
+    assert_eq!(facts, 4 * 31 + 35 + 3, "facts checked");
     // Large real pages: within 3% of the cheapest projection that keeps only the newest page,
     // and every fact where it is needed but these (in long sections, cued by no rare word).
     const FACTS_MISSED: &[(&str, &str)] = &[
