@@ -9,19 +9,9 @@ pub fn scoped(doc: u32, id: &str) -> String {
     format!("d{doc}{id}")
 }
 
-/// Splits one of our scoped refs into its document and the server's ref. Server refs start
-/// with a letter (`e7`, `f1e3`, `s1e2`), so the document number ends at the first non-digit.
-pub fn unscope(scoped: &str) -> Option<(u32, &str)> {
-    let rest = scoped.strip_prefix('d')?;
-    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-    if digits == 0 {
-        return None;
-    }
-    let (number, id) = rest.split_at(digits);
-    let doc = number.parse().ok()?;
-    id.starts_with(|c: char| c.is_ascii_alphabetic())
-        .then_some((doc, id))
-}
+/// Splits one of our scoped refs into its document and the server's ref (the core's
+/// grammar, which also undoes scoping for observation IDs).
+pub use staleguard::refs::split_scoped as unscope;
 
 /// Rewrites the ref tokens of a page tree (`[ref=e7]`, and `- ref=e7 [unchanged]` in
 /// incremental snapshots) whose ID `is_ref` accepts, to their scoped form.

@@ -147,10 +147,25 @@ pub fn rescope<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Co
     Cow::Owned(out)
 }
 
-/// Undoes [`rescope`]: every `ref=d<N><id>` that follows `[` or a space, where `<id>` starts
-/// with a letter (server refs do: `e7`, `f1e3`), becomes `ref=<id>`. An observation's ID is
-/// taken over this form, so the page the MCP guard relayed with scoped refs and the page the
-/// model was sent have one ID. Text without such tokens is borrowed unchanged.
+/// Splits a ref that [`rescope`] wrote (`d3e7`) into its document number and the server's
+/// ref. Server refs start with a letter (`e7`, `f1e3`, `s1e2`), so the number ends at the
+/// first non-digit. `None` for anything else, a server's own ref included.
+pub fn split_scoped(scoped: &str) -> Option<(u32, &str)> {
+    let rest = scoped.strip_prefix('d')?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    if digits == 0 {
+        return None;
+    }
+    let (number, id) = rest.split_at(digits);
+    let doc = number.parse().ok()?;
+    id.starts_with(|c: char| c.is_ascii_alphabetic())
+        .then_some((doc, id))
+}
+
+/// Undoes [`rescope`]: every ref token after `[` or a space that [`split_scoped`] reads as
+/// ours (`ref=d3e7`) becomes the server's (`ref=e7`). An observation's ID is taken over this
+/// form, so the page the MCP guard relayed with scoped refs and the page the model was sent
+/// have one ID. Text without such tokens is borrowed unchanged.
 pub fn unscoped(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut out = String::new();
@@ -159,18 +174,17 @@ pub fn unscoped(text: &str) -> Cow<'_, str> {
         if !matches!(at.checked_sub(1).map(|b| bytes[b]), Some(b'[' | b' ')) {
             continue;
         }
-        let number = at + 5;
-        let digits = bytes[number..]
+        let start = at + 4;
+        let len = bytes[start..]
             .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let id = number + digits;
-        if digits == 0 || !bytes.get(id).is_some_and(u8::is_ascii_alphabetic) {
+            .position(|b| !is_id_byte(*b))
+            .unwrap_or(bytes.len() - start);
+        // ASCII bytes only: the token ends on a char boundary.
+        let Some((_, id)) = split_scoped(&text[start..start + len]) else {
             continue;
-        }
-        // ASCII bytes only: both cuts fall on char boundaries.
-        out.push_str(&text[done..at + 4]);
-        done = id;
+        };
+        out.push_str(&text[done..start]);
+        done = start + len - id.len();
     }
     if done == 0 {
         return Cow::Borrowed(text);
