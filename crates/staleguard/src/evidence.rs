@@ -549,7 +549,9 @@ pub fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
     let (step, _) = if live {
         newest_first.find(|(_, r)| r.status != Status::Failed)?
     } else {
-        newest_first.next().filter(|(_, r)| r.status != Status::Failed)?
+        newest_first
+            .next()
+            .filter(|(_, r)| r.status != Status::Failed)?
     };
     (!step.appendix).then_some(step.item)
 }

@@ -216,6 +216,76 @@ fn gemini_keeps_everything_but_result_values() {
     assert!(receipts.iter().all(|r| r["isError"] == false));
 }
 
+/// Screenshots as Gemini CLI sends them: inside the response (`parts`, Gemini 3 models) or
+/// as parts after it (older models). A collapsed result keeps neither and its receipt
+/// counts them; results that stay keep theirs; all else is kept; projecting again changes
+/// nothing.
+#[test]
+fn gemini_media_of_collapsed_results_are_dropped() {
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let body = chat_to_gemini(&chat, GeminiClient::Cli);
+    let mut v: Value = serde_json::from_str(&body).unwrap();
+    let results = response_contents(&v);
+    let png = serde_json::json!({"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo"}});
+    let file =
+        serde_json::json!({"fileData": {"mimeType": "image/png", "fileUri": "gs://b/shot.png"}});
+    // navigate (collapses), the two typings (no page: kept), the review click (collapses),
+    // and the newest page (live).
+    let (inside, typed, after, live) =
+        (results[0], results[1], results[2], *results.last().unwrap());
+    v["contents"][inside]["parts"][0]["functionResponse"]["parts"] = serde_json::json!([png, png]);
+    for at in [typed, after, live] {
+        let parts = v["contents"][at]["parts"].as_array_mut().unwrap();
+        parts.insert(1, png.clone());
+        parts.insert(2, file.clone());
+    }
+    let body = v.to_string();
+    let p = project_as(&body, RequestFormat::Auto);
+    let out: Value = serde_json::from_str(&p.body).expect("valid JSON");
+    let output = |at: usize| {
+        out["contents"][at]["parts"][0]["functionResponse"]["response"]["output"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    for at in [inside, after] {
+        assert!(
+            output(at).starts_with(staleguard::receipt::RECEIPT_TAG),
+            "{}",
+            output(at)
+        );
+        assert!(output(at).contains("images_dropped=2"), "{}", output(at));
+    }
+    // What the output should be: the input without those media, with every response as
+    // projected.
+    let mut expected = v.clone();
+    expected["contents"][inside]["parts"][0]["functionResponse"]["parts"] = serde_json::json!([]);
+    expected["contents"][after]["parts"]
+        .as_array_mut()
+        .unwrap()
+        .drain(1..3);
+    for at in &results {
+        let parts = expected["contents"][*at]["parts"].as_array_mut().unwrap();
+        for (i, part) in parts.iter_mut().enumerate() {
+            if !part["functionResponse"].is_null() {
+                part["functionResponse"]["response"] =
+                    out["contents"][*at]["parts"][i]["functionResponse"]["response"].clone();
+            }
+        }
+    }
+    assert_eq!(out, expected);
+    assert_eq!(
+        out["contents"][live], v["contents"][live],
+        "the newest keeps its media"
+    );
+    assert_eq!(
+        out["contents"][typed], v["contents"][typed],
+        "no page, nothing collapsed"
+    );
+    let again = project_as(&p.body, RequestFormat::Auto);
+    assert_eq!(again.body, p.body, "idempotent");
+}
+
 /// The indices of the contents that carry function responses.
 fn response_contents(v: &Value) -> Vec<usize> {
     (0..v["contents"].as_array().unwrap().len())
@@ -242,7 +312,9 @@ fn gemini_shapes_that_are_not_requests_are_clear_errors() {
     let odd = serde_json::json!([null, 3, {"role": 7, "parts": []}, {"role": "user", "parts": "x"},
         {"role": "user", "parts": [null, {"functionResponse": {"name": "browser_click", "response": 5}},
         {"functionResponse": {"name": "nobody", "response": {"output": "orphan"}}}, {"functionCall": {"name": "x"}}]},
-        {"role": "model", "parts": [{"functionCall": {"args": {}}}, {"functionResponse": {"name": "y", "response": {"output": "z"}}}]}]);
+        {"role": "model", "parts": [{"functionCall": {"args": {}}}, {"functionResponse": {"name": "y", "response": {"output": "z"}}}]},
+        {"role": "user", "parts": [{"text": 5}, {"inlineData": {"data": "x"}}]},
+        {"role": "user", "parts": [{"inlineData": {"data": "x"}}, {"functionResponse": {"name": "z", "response": {"output": "q"}, "parts": 3}}]}]);
     let contents = v["contents"].as_array_mut().unwrap();
     for (k, item) in odd.as_array().unwrap().iter().enumerate() {
         contents.insert(1 + k, item.clone());

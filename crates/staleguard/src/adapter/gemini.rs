@@ -15,7 +15,10 @@
 //! - `{"result": ...}` / `{"error": ...}` holding a string or a `CallToolResult`:
 //!   `google-genai` (Python) automatic function calling, MCP sessions included.
 //!
-//! Only that value is replaced; text under any other key, `systemInstruction`, `tools`,
+//! Only that value is replaced, and the images of a collapsed result are dropped (SPEC 2):
+//! those inside the response (`parts`, which Gemini CLI fills for Gemini 3 models; emptied)
+//! and the `inlineData` / `fileData` parts right after it (Gemini CLI's place for them with
+//! other models; removed). Text under any other key, `systemInstruction`, `tools`,
 //! `toolConfig`, `generationConfig`, `cachedContent` and thought signatures pass through
 //! as they are. A request with `cachedContent` holds only the turns after the cached ones.
 
@@ -45,8 +48,9 @@ struct Envelope<'a> {
 struct Content<'a> {
     #[serde(borrow)]
     role: Option<&'a RawValue>,
+    /// Read twice: as parts, and as raw values for where each part lies.
     #[serde(borrow)]
-    parts: Option<List<Part<'a>>>,
+    parts: Option<&'a RawValue>,
 }
 
 /// A part, with the fields that tell its kind. The REST API takes snake_case names too.
@@ -60,6 +64,30 @@ struct Part<'a> {
     function_call: Option<Call<'a>>,
     #[serde(rename = "functionResponse", alias = "function_response", borrow)]
     function_response: Option<Response<'a>>,
+    #[serde(rename = "inlineData", alias = "inline_data")]
+    inline_data: Option<IgnoredAny>,
+    #[serde(rename = "fileData", alias = "file_data")]
+    file_data: Option<IgnoredAny>,
+}
+
+impl Part<'_> {
+    /// Media and nothing else: what Gemini CLI puts after a response whose tool returned an
+    /// image, for models that take no images inside a response.
+    fn is_media(&self) -> bool {
+        (self.inline_data.is_some() || self.file_data.is_some())
+            && self.text.is_none()
+            && self.function_call.is_none()
+            && self.function_response.is_none()
+    }
+}
+
+/// An element of a response's own `parts` (multimodal function responses).
+#[derive(Deserialize)]
+struct MediaPart {
+    #[serde(rename = "inlineData", alias = "inline_data")]
+    inline_data: Option<IgnoredAny>,
+    #[serde(rename = "fileData", alias = "file_data")]
+    file_data: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +108,9 @@ struct Response<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     response: Option<&'a RawValue>,
+    /// Images the tool returned, inside the response (Gemini 3 models).
+    #[serde(borrow)]
+    parts: Option<&'a RawValue>,
 }
 
 /// The keys of `response` that hold a tool result's text, as clients write them.
@@ -164,19 +195,46 @@ fn read_content<'a>(
             _ => return request.push(Item::Other),
         },
     };
-    let Some(List::Items(parts)) = content.parts else {
+    let raw = content.parts;
+    let read = raw.and_then(|r| serde_json::from_str::<List<Part<'a>>>(r.get()).ok());
+    let Some(List::Items(parts)) = read else {
         return request.push(Item::Other);
     };
+    // Where each part lies, to drop the media that belong to a collapsed result.
+    let places: Vec<&RawValue> = raw
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .filter(|p: &Vec<&RawValue>| p.len() == parts.len())
+        .unwrap_or_default();
     let model = role == Role::Assistant;
     if model && !turn.in_model_turn {
         turn.calls.clear();
     }
     turn.in_model_turn = model;
+    // The result the media parts that follow belong to, and where the part before ends.
+    let mut owner: Option<usize> = None;
+    let mut previous_end = None;
     for (at, part) in parts.into_iter().enumerate() {
+        let place = places.get(at).and_then(|p| request.range_of(p));
         match part {
-            Some(part) => read_part(request, &mut turn.calls, (index, at), role, part),
-            None => request.push(Item::Other),
+            Some(part) if part.is_media() && role == Role::User => {
+                request.push(Item::Other);
+                if let (Some(item), Some(from), Some((_, end))) = (owner, previous_end, place) {
+                    // The part and the comma before it: the list stays valid JSON.
+                    request.images_of(item, (from, end), "", 1);
+                }
+            }
+            Some(part) => {
+                let item = request.next_item();
+                let is_response = part.function_response.is_some();
+                read_part(request, &mut turn.calls, (index, at), role, part);
+                owner = is_response.then_some(item);
+            }
+            None => {
+                request.push(Item::Other);
+                owner = None;
+            }
         }
+        previous_end = place.map(|(_, end)| end);
     }
 }
 
@@ -192,11 +250,30 @@ fn read_part<'a>(
     }
     if let (Some(response), Role::User) = (part.function_response, role) {
         let call_id = pair(pending, response.id, response.name.as_deref());
-        return read_response(request, index, call_id, response.response);
+        let item = request.next_item();
+        read_response(request, index, call_id, response.response);
+        return media_inside(request, item, response.parts);
     }
     match (part.text, part.thought) {
         (Some(text), None) => request.push(Item::Text { role, text }),
         _ => request.push(Item::Other),
+    }
+}
+
+/// Counts the media a response carries in its own `parts` as the result's images, which
+/// an empty list replaces when it collapses.
+fn media_inside(request: &mut WireRequest<'_>, item: usize, parts: Option<&RawValue>) {
+    let Some(parts) = parts else { return };
+    let Ok(List::Items(media)) = serde_json::from_str::<List<MediaPart>>(parts.get()) else {
+        return;
+    };
+    let count = media
+        .iter()
+        .flatten()
+        .filter(|m| m.inline_data.is_some() || m.file_data.is_some())
+        .count();
+    if let (true, Some(range)) = (count > 0, request.range_of(parts)) {
+        request.images_of(item, range, "[]", count);
     }
 }
 

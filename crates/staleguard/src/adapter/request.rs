@@ -57,6 +57,10 @@ pub struct WireRequest<'a> {
     blocks: Vec<Option<BlockEnd>>,
     /// `cache_control` breakpoints the body has (Anthropic: tools, system, content blocks).
     pub(crate) breakpoints: usize,
+    /// Images that belong to a result but sit outside its content value (Gemini: a
+    /// response's `parts`, and image parts after it): `(item, start, end, replacement)`,
+    /// written only when that result is replaced.
+    images: Vec<(usize, usize, usize, &'static str)>,
     /// What the body says about its own format.
     pub hints: Hints,
 }
@@ -97,6 +101,7 @@ impl<'a> WireRequest<'a> {
             spans: Vec::new(),
             blocks: Vec::new(),
             breakpoints: 0,
+            images: Vec::new(),
             hints,
         }
     }
@@ -172,6 +177,40 @@ impl<'a> WireRequest<'a> {
         }
     }
 
+    /// Counts `count` images of the result at transcript item `item` that sit outside its
+    /// content value, at bytes `start..end` of the body, to be replaced by `replacement` when
+    /// the result is (a collapsed observation keeps no image, SPEC 2). No-op unless `item` is
+    /// a result and the range lies in the body.
+    pub(crate) fn images_of(
+        &mut self,
+        item: usize,
+        (start, end): (usize, usize),
+        replacement: &'static str,
+        count: usize,
+    ) {
+        if start > end || end > self.body.len() {
+            return;
+        }
+        let Some(Item::Result(result)) = self.transcript.items.get_mut(item) else {
+            return;
+        };
+        result.images += count;
+        self.images.push((item, start, end, replacement));
+    }
+
+    /// The index the next item will have.
+    pub(crate) fn next_item(&self) -> usize {
+        self.transcript.items.len()
+    }
+
+    /// Where `raw`, which borrows from the body, lies in it.
+    pub(crate) fn range_of(&self, raw: &RawValue) -> Option<(usize, usize)> {
+        let json = raw.get();
+        let start = (json.as_ptr() as usize).checked_sub(self.body.as_ptr() as usize)?;
+        let end = start.checked_add(json.len())?;
+        (end <= self.body.len()).then_some((start, end))
+    }
+
     /// Adds the tool result of message `index` whose content value is `raw` (text parts of
     /// type `text_type`); a result whose content cannot be read is kept as `Other`.
     pub(crate) fn push_result(
@@ -221,7 +260,7 @@ impl<'a> WireRequest<'a> {
     /// [`write`](Self::write), with a `cache_control` breakpoint of our own added where
     /// `breakpoint` says.
     pub fn write_with(&self, edits: &[Edit], breakpoint: Option<Breakpoint>) -> String {
-        let spliced = self.by_span(edits);
+        let splices = self.splices(edits);
         let extra: usize = edits.iter().map(|e| e.text.len() + 64).sum();
         let mut out = String::with_capacity(self.body.len() + extra + BREAKPOINT.len());
         let mut insert = match breakpoint {
@@ -229,16 +268,41 @@ impl<'a> WireRequest<'a> {
             _ => None,
         };
         let mut at = 0;
-        for (span, group) in spliced {
-            if span.start < at {
+        for (start, end, text) in splices {
+            if start < at {
                 continue;
             }
-            self.copy_until(&mut out, &mut at, span.start, &mut insert);
-            out.push_str(&self.content_json(span, &group));
-            at = span.end;
+            self.copy_until(&mut out, &mut at, start, &mut insert);
+            out.push_str(&text);
+            at = end;
         }
         self.copy_until(&mut out, &mut at, self.body.len(), &mut insert);
         out
+    }
+
+    /// What replaces which bytes, in body order: each edited content, and the images outside
+    /// a replaced result's content.
+    fn splices(&self, edits: &[Edit]) -> Vec<(usize, usize, std::borrow::Cow<'static, str>)> {
+        let groups = self.by_span(edits);
+        let mut splices = Vec::with_capacity(groups.len());
+        let replaced: std::collections::HashSet<usize> = if self.images.is_empty() {
+            Default::default()
+        } else {
+            edits.iter().filter(|e| !e.append).map(|e| e.item).collect()
+        };
+        for &(item, start, end, replacement) in &self.images {
+            if replaced.contains(&item) {
+                splices.push((start, end, std::borrow::Cow::Borrowed(replacement)));
+            }
+        }
+        for (span, group) in groups {
+            let text = self.content_json(span, &group);
+            splices.push((span.start, span.end, std::borrow::Cow::Owned(text)));
+        }
+        if !self.images.is_empty() {
+            splices.sort_by_key(|s| s.0);
+        }
+        splices
     }
 
     /// Copies the body from `at` up to `to`, with our breakpoint when its block closes in
@@ -297,10 +361,10 @@ impl<'a> WireRequest<'a> {
 
     /// The length [`write`](Self::write) would give, without writing.
     pub fn written_len(&self, edits: &[Edit]) -> usize {
-        self.by_span(edits)
+        self.splices(edits)
             .into_iter()
-            .fold(self.body.len(), |len, (span, group)| {
-                len - (span.end - span.start) + self.content_json(span, &group).len()
+            .fold(self.body.len(), |len, (start, end, text)| {
+                len - (end - start) + text.len()
             })
     }
 }
