@@ -12,7 +12,7 @@ It records every request (method, path with query, headers, raw body) and serves
   POST /v1/responses              OpenAI Responses, JSON or SSE
   POST /v1/messages               Anthropic Messages, JSON or SSE
   POST /v1/messages/count_tokens  {"input_tokens": N}
-  POST .../models/M:generateContent        Gemini, JSON
+  POST .../models/M:generateContent        Gemini, JSON (under /v1internal: wrapped as Code Assist answers)
   POST .../models/M:streamGenerateContent  Gemini, SSE with ?alt=sse, else one JSON array sent
                                            answer by answer (Gemini's default stream)
   GET  /v1/models                 an OpenAI model list
@@ -561,12 +561,16 @@ class Handler(BaseHTTPRequestHandler):
             rec["billed"] = bill.billed(provider)
         encoding = (self.headers.get("x-scripted-encoding") or "").strip().lower() or None
         request = parsed if isinstance(parsed, dict) else {}
+        # Gemini Code Assist (/v1internal:...) wraps each answer: {"response": ..., "traceId"}.
+        code_assist = path.endswith(("/v1internal:generateContent", "/v1internal:streamGenerateContent"))
+        wrap = (lambda a: {"response": a, "traceId": f"trace-{number}"}) if code_assist else (lambda a: a)
         if suffix == ":streamGenerateContent":
             sse = "alt=sse" in (self.path.split("?", 1) + [""])[1].split("&")
-            return self.gemini_stream(events(request, number, text, bill), pause, sse)
+            wrapped = ((name, wrap(data)) for name, data in events(request, number, text, bill))
+            return self.gemini_stream(wrapped, pause, sse)
         stream = request.get("stream") is True
         if not stream and fault != "reset":
-            return self.send_json(200, answer(request, number, text, bill), encoding=encoding)
+            return self.send_json(200, wrap(answer(request, number, text, bill)), encoding=encoding)
 
         self.start_stream(encoding)
         compressor = Compressor(encoding) if encoding else None

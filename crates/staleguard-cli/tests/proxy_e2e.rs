@@ -922,6 +922,64 @@ fn gemini_generate_content_is_projected_streamed_and_counted() {
     assert_eq!(last_line["cache_write_tokens"], 0, "{last_line}");
 }
 
+/// Gemini CLI signed in with Google talks to Gemini Code Assist (`CODE_ASSIST_ENDPOINT` at
+/// the proxy): `/v1internal:generateContent` and `:streamGenerateContent` with the request
+/// wrapped in `{"model", "project", "request"}` and answers wrapped in `{"response"}`. The
+/// inner request is projected as `staleguard project` does it, and the usage is read.
+#[test]
+fn gemini_code_assist_is_projected_inside_its_wrapper() {
+    let work = Work::new("code-assist");
+    let inner = std::fs::read_to_string(gemini_body(&work)).expect("converted body");
+    let wrapped = format!(
+        r#"{{"model":"gemini-2.5-pro","project":"p-1","user_prompt_id":"u-1","request":{inner}}}"#
+    );
+    let file = work.file("code-assist.json", wrapped.as_bytes());
+    let want = project(&work, wrapped.as_bytes());
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &["--log-json"], &[]);
+    let calls: Vec<Value> = [
+        "/v1internal:generateContent",
+        "/v1internal:streamGenerateContent?alt=sse",
+    ]
+    .iter()
+    .map(|path| {
+        raw(
+            "POST",
+            &format!("{}{path}", proxy.origin()),
+            Some(&file),
+            None,
+        )
+    })
+    .collect();
+    for out in clients(&work, &calls) {
+        assert_eq!(out["status"], 200, "{out}");
+        assert!(collapsed(header(&out, "x-staleguard"), "code assist") > 0);
+        assert!(
+            out["body"].as_str().unwrap_or("").contains("\"traceId\""),
+            "{out}"
+        );
+    }
+    let recs = up.requests();
+    assert_eq!(recs.len(), 2);
+    for rec in &recs {
+        assert_same_bytes(&work, rec_body(rec).as_bytes(), &want, "code assist");
+        let sent: Value = serde_json::from_str(rec_body(rec)).expect("JSON sent");
+        assert_eq!(sent["project"], "p-1", "the wrapper is kept");
+    }
+    let lines = request_lines(&proxy.stop());
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for (l, rec) in lines.iter().zip(&recs) {
+        assert_eq!(l["format"], "gemini", "{l}");
+        assert_eq!(
+            l["usage"], "read",
+            "usage read from response.usageMetadata: {l}"
+        );
+        let (read, _, uncached) = billed(rec);
+        assert_eq!(l["cache_read_tokens"], read, "{l}");
+        assert_eq!(l["uncached_input_tokens"], uncached, "{l}");
+    }
+}
+
 #[test]
 fn route_prefixes_are_stripped() {
     let work = Work::new("routes");

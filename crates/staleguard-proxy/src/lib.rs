@@ -248,6 +248,9 @@ fn model_format(method: &Method, path: &str) -> Option<RequestFormat> {
 /// Gemini's `.../models/{model}:generateContent` and `:streamGenerateContent` (tuned
 /// models and Vertex AI's `publishers/google/models/...` too). Both take the same request
 /// body; how the answer streams (`?alt=sse` or a JSON array) is the answer's business.
+/// Gemini Code Assist's `/v1internal:generateContent` and `:streamGenerateContent` (Gemini
+/// CLI signed in with Google, its `CODE_ASSIST_ENDPOINT` at the proxy) wrap the same request
+/// in `{"model", "project", "request"}`, which the core reads.
 /// `:countTokens` is not projected: its body may wrap the request in
 /// `generateContentRequest`, and a body the proxy cannot read must not be refused.
 fn is_gemini_generation(path: &str) -> bool {
@@ -257,7 +260,8 @@ fn is_gemini_generation(path: &str) -> bool {
     let in_models = resource
         .rsplit_once('/')
         .is_some_and(|(parent, _)| parent.ends_with("/models") || parent.ends_with("/tunedModels"));
-    in_models && matches!(method, "generateContent" | "streamGenerateContent")
+    let code_assist = resource.ends_with("/v1internal");
+    (in_models || code_assist) && matches!(method, "generateContent" | "streamGenerateContent")
 }
 
 /// Decodes and projects a model request body. A body that cannot be read goes upstream
@@ -511,6 +515,8 @@ mod tests {
             "/v1/models/gemini-2.5-pro:generateContent",
             "/v1beta/tunedModels/mine-01:generateContent",
             "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent",
+            "/v1internal:generateContent",
+            "/v1internal:streamGenerateContent",
         ] {
             assert_eq!(post(path), Some(RequestFormat::Gemini), "{path}");
             assert!(bills_input(path), "{path}");
@@ -522,6 +528,8 @@ mod tests {
             "/v1beta/cachedContents",
             "/v1beta/files:generateContent",
             "/upload/v1beta/files",
+            "/v1internal:countTokens",
+            "/v1internal:loadCodeAssist",
         ] {
             assert_eq!(post(path), None, "{path}");
         }

@@ -114,8 +114,8 @@ fn merge_details(earlier: &mut Option<Details>, later: Option<Details>) {
 
 /// Where the usage sits in an answer or event: at the top (JSON answers, Chat chunks,
 /// Anthropic `message_delta`), in `message` (Anthropic `message_start`), in `response`
-/// (Responses `response.completed`) or in `usageMetadata` (Gemini, every chunk). A field of
-/// another shape is not usage and is ignored.
+/// (Responses `response.completed`) or in `usageMetadata` (Gemini, every chunk; Gemini Code
+/// Assist puts it in `response`). A field of another shape is not usage and is ignored.
 #[derive(Deserialize)]
 struct Carrier {
     #[serde(default, deserialize_with = "lenient")]
@@ -132,6 +132,15 @@ struct Carrier {
 struct Nested {
     #[serde(default, deserialize_with = "lenient")]
     usage: Option<RawUsage>,
+    #[serde(rename = "usageMetadata", default, deserialize_with = "lenient")]
+    usage_metadata: Option<GeminiUsage>,
+}
+
+impl Nested {
+    fn usage(self) -> Option<RawUsage> {
+        self.usage
+            .or_else(|| self.usage_metadata.and_then(GeminiUsage::raw))
+    }
 }
 
 /// Gemini's counts: `promptTokenCount` counts the cached tokens too, as Chat Completions'
@@ -159,8 +168,8 @@ impl GeminiUsage {
 impl Carrier {
     fn usage(self) -> Option<RawUsage> {
         self.usage
-            .or_else(|| self.message.and_then(|m| m.usage))
-            .or_else(|| self.response.and_then(|r| r.usage))
+            .or_else(|| self.message.and_then(Nested::usage))
+            .or_else(|| self.response.and_then(Nested::usage))
             .or_else(|| self.usage_metadata.and_then(GeminiUsage::raw))
     }
 }
@@ -610,6 +619,19 @@ mod tests {
         "\"finishReason\": \"STOP\"}],\"usageMetadata\": {\"promptTokenCount\": 5200,\"cachedContentTokenCount\": 4096,",
         "\"candidatesTokenCount\": 2,\"totalTokenCount\": 5202}}\r\n\r\n"
     );
+
+    #[test]
+    fn gemini_code_assist_answers_carry_usage_in_response() {
+        let sse = concat!(
+            "data: {\"response\": {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\"}]}}],",
+            "\"usageMetadata\": {\"promptTokenCount\": 700}}, \"traceId\": \"t1\"}\r\n\r\n",
+            "data: {\"response\": {\"candidates\": [], \"usageMetadata\": {\"promptTokenCount\": 700,",
+            "\"cachedContentTokenCount\": 600}}, \"traceId\": \"t1\"}\r\n\r\n"
+        );
+        every_split(SSE, sse.as_bytes(), &usage(600, 0, 100));
+        let json = br#"{"response":{"candidates":[],"usageMetadata":{"promptTokenCount":90,"cachedContentTokenCount":80}},"traceId":"t"}"#;
+        every_split(JSON, json, &usage(80, 0, 10));
+    }
 
     #[test]
     fn gemini_answers_json_sse_and_json_array_stream() {

@@ -286,6 +286,45 @@ fn gemini_media_of_collapsed_results_are_dropped() {
     assert_eq!(again.body, p.body, "idempotent");
 }
 
+/// Gemini Code Assist (Gemini CLI signed in with Google) wraps the request in
+/// `{"model", "project", "user_prompt_id", "request"}`: the inner request is projected as the
+/// bare one is, every other key and byte is kept, and the format is told from the body.
+#[test]
+fn gemini_code_assist_bodies_are_projected_inside_their_wrapper() {
+    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let bare = chat_to_gemini(&chat, GeminiClient::Cli);
+    let body = format!(
+        r#"{{"model":"gemini-2.5-pro","project":"p-1","user_prompt_id":"u-7","request":{bare},"enabled_credit_types":[]}}"#
+    );
+    let p = project_as(&body, RequestFormat::Auto);
+    assert_eq!(p.format, RequestFormat::Gemini);
+    assert!(
+        p.format_reason.contains("Code Assist"),
+        "{}",
+        p.format_reason
+    );
+    let alone = project_as(&bare, RequestFormat::Gemini);
+    assert!(alone.report.collapsed() > 0);
+    assert_eq!(p.report.collapsed(), alone.report.collapsed());
+    let want = format!(
+        r#"{{"model":"gemini-2.5-pro","project":"p-1","user_prompt_id":"u-7","request":{},"enabled_credit_types":[]}}"#,
+        alone.body
+    );
+    assert_eq!(p.body, want);
+    assert_eq!(
+        project_as(&p.body, RequestFormat::Gemini).body,
+        p.body,
+        "idempotent"
+    );
+    // A wrapper whose request is not a Gemini one is no Gemini body.
+    let err = project_request(
+        r#"{"request":{"contents":"x"}}"#,
+        RequestFormat::Auto,
+        &on(),
+    );
+    assert!(err.is_err());
+}
+
 /// The indices of the contents that carry function responses.
 fn response_contents(v: &Value) -> Vec<usize> {
     (0..v["contents"].as_array().unwrap().len())

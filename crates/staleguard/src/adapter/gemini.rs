@@ -21,6 +21,9 @@
 //! other models; removed). Text under any other key, `systemInstruction`, `tools`,
 //! `toolConfig`, `generationConfig`, `cachedContent` and thought signatures pass through
 //! as they are. A request with `cachedContent` holds only the turns after the cached ones.
+//! Gemini Code Assist (Gemini CLI signed in with Google) sends the same request inside
+//! `{"model", "project", "user_prompt_id", "request": {...}}`: the inner one is read, and
+//! everything around it is kept.
 
 use std::borrow::Cow;
 
@@ -42,6 +45,10 @@ struct Envelope<'a> {
     input: Option<IgnoredAny>,
     #[serde(rename = "cachedContent", alias = "cached_content")]
     cached_content: Option<IgnoredAny>,
+    /// Gemini Code Assist (Gemini CLI signed in with Google) wraps the request:
+    /// `{"model", "project", "user_prompt_id", "request": {"contents", ...}}`.
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -158,9 +165,15 @@ struct Pending<'a> {
 
 /// Reads a `generateContent` body.
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
-    let envelope: Envelope =
+    let mut envelope: Envelope =
         serde_json::from_str(body).map_err(|e| json_error(&e, body, "gemini"))?;
+    let wrapped = envelope.contents.is_none() && envelope.request.is_some_and(wraps_contents);
+    if let (true, Some(inner)) = (wrapped, envelope.request) {
+        // The inner request borrows from the body too: its spans are the body's.
+        envelope = serde_json::from_str(inner.get()).map_err(|e| json_error(&e, body, "gemini"))?;
+    }
     let hints = Hints {
+        wrapped_contents: wrapped,
         has_contents: envelope.contents.is_some(),
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
@@ -389,6 +402,20 @@ fn result_text(response: &RawValue) -> Option<(&RawValue, bool)> {
     }
     let nested: CallToolResult<'_> = serde_json::from_str(raw.get()).ok()?;
     Some((nested.content?, is_error || flag(nested.is_error)))
+}
+
+/// Whether `request` is an object whose `contents` is a list of objects with `parts`: a
+/// Gemini body as Gemini Code Assist wraps it.
+pub(crate) fn wraps_contents(request: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Wrapped<'a> {
+        #[serde(borrow)]
+        contents: Option<&'a RawValue>,
+    }
+    serde_json::from_str::<Wrapped<'_>>(request.get())
+        .ok()
+        .and_then(|w| w.contents)
+        .is_some_and(has_parts)
 }
 
 /// Whether `contents` is a list whose objects have `parts`: a Gemini body.

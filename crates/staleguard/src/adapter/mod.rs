@@ -131,6 +131,12 @@ fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
     if !hints.has_messages && !hints.has_input && hints.has_contents {
         return Ok((RequestFormat::Gemini, "top-level `contents` with `parts`"));
     }
+    if !hints.has_messages && !hints.has_input && hints.wrapped_contents {
+        return Ok((
+            RequestFormat::Gemini,
+            "`request.contents` with `parts` (Gemini Code Assist)",
+        ));
+    }
     if !hints.has_messages {
         return Err(Error::Shape {
             format: "model request",

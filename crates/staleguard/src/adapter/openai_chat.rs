@@ -24,6 +24,9 @@ struct Envelope<'a> {
     input: Option<IgnoredAny>,
     #[serde(borrow)]
     contents: Option<&'a RawValue>,
+    /// Gemini Code Assist's wrapper around a Gemini request.
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
     system: Option<IgnoredAny>,
     anthropic_version: Option<IgnoredAny>,
 }
@@ -80,6 +83,7 @@ pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
         has_contents: envelope.contents.is_some_and(super::gemini::has_parts),
+        wrapped_contents: envelope.request.is_some_and(super::gemini::wraps_contents),
         has_system: envelope.system.is_some() || envelope.anthropic_version.is_some(),
         ..Hints::default()
     };

@@ -28,6 +28,9 @@ pub struct Hints {
     /// A top-level `contents` (Gemini); read as any body, only one whose items have
     /// `parts`.
     pub has_contents: bool,
+    /// The Gemini request is wrapped as Gemini Code Assist sends it: `{"model", "project",
+    /// "request": {"contents": ...}}`.
+    pub wrapped_contents: bool,
     /// A top-level `system` or `anthropic_version` (Anthropic Messages).
     pub has_system: bool,
     /// `tool_use` or `tool_result` content blocks (Anthropic Messages).
