@@ -1,6 +1,8 @@
 //! Added latency of the proxy for a 1 MB recorded request: the same requests sent directly
 //! to a local scripted upstream and through the proxy, interleaved, in one run. Prints p50
-//! and p99 of both, the difference, and requests per second through the proxy.
+//! and p99 of both, the difference, and requests per second through the proxy, for two
+//! shapes of request: the recorded sessions repeated as they are, and repeated with each
+//! copy's pages made distinct (one long session of different pages).
 //! Run with `cargo bench -p staleguard-proxy --bench latency`.
 
 use std::path::Path;
@@ -15,8 +17,11 @@ mod support;
 const TARGET_BYTES: usize = 1024 * 1024;
 const ROUNDS: usize = 200;
 
-/// The recorded order and research sessions, repeated with fresh call IDs up to 1 MB.
-fn request() -> String {
+/// The recorded order and research sessions, repeated with fresh call IDs up to 1 MB. With
+/// `distinct`, each copy's pages are made its own (their URLs name the copy), as in one long
+/// session of different pages; without, the same page texts recur in every copy, each
+/// weighed in a context of its own, which the memo keeps one of per page.
+fn request(distinct: bool) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pwmcp-0.0.41");
     let mut messages = Vec::new();
     let mut round = 0;
@@ -34,6 +39,10 @@ fn request() -> String {
                         let id = format!("r{round}_{}", c["id"].as_str().unwrap_or(""));
                         c["id"] = id.into();
                     }
+                }
+                if let (true, Some(text)) = (distinct, m["content"].as_str()) {
+                    let own = text.replace("127.0.0.1:8431/", &format!("127.0.0.1:8431/r{round}/"));
+                    m["content"] = own.into();
                 }
                 messages.push(m);
             }
@@ -114,30 +123,51 @@ async fn main() {
         ..config()
     };
     let hop = proxy(up_addr, 0, off).await;
-    let body = request();
     let client = reqwest::Client::new();
+    for (shape, distinct) in [("repeated sessions", false), ("distinct pages", true)] {
+        let proxies = Proxies { warm, cold, hop };
+        measure(&client, up_addr, proxies, &request(distinct), shape).await;
+    }
+}
+
+/// The three proxies in front of one upstream.
+#[derive(Clone, Copy)]
+struct Proxies {
+    warm: std::net::SocketAddr,
+    cold: std::net::SocketAddr,
+    hop: std::net::SocketAddr,
+}
+
+async fn measure(
+    client: &reqwest::Client,
+    up_addr: std::net::SocketAddr,
+    Proxies { warm, cold, hop }: Proxies,
+    body: &str,
+    shape: &str,
+) {
+    let body = body.to_string();
     for i in 0..10 {
-        send(&client, up_addr, turn(&body, i)).await;
-        send(&client, warm, turn(&body, i)).await;
-        send(&client, cold, turn(&body, i)).await;
-        send(&client, hop, turn(&body, i)).await;
+        send(client, up_addr, turn(&body, i)).await;
+        send(client, warm, turn(&body, i)).await;
+        send(client, cold, turn(&body, i)).await;
+        send(client, hop, turn(&body, i)).await;
     }
     let (mut direct, mut warmed, mut colds, mut hops) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 10..10 + ROUNDS {
         // Each turn brings one result the warm proxy has not seen.
         let next = turn(&body, round);
-        direct.push(send(&client, up_addr, next.clone()).await);
-        warmed.push(send(&client, warm, next.clone()).await);
-        colds.push(send(&client, cold, next.clone()).await);
-        hops.push(send(&client, hop, next).await);
+        direct.push(send(client, up_addr, next.clone()).await);
+        warmed.push(send(client, warm, next.clone()).await);
+        colds.push(send(client, cold, next.clone()).await);
+        hops.push(send(client, hop, next).await);
     }
     for list in [&mut direct, &mut warmed, &mut colds, &mut hops] {
         list.sort();
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{} byte request, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
+        "{} byte request of {shape}, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
         body.len()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
@@ -157,9 +187,9 @@ async fn main() {
     }
     let n = 100;
     let last = turn(&body, 0);
-    let rps_direct = throughput(&client, up_addr, &last, n).await;
-    let rps_warm = throughput(&client, warm, &last, n).await;
-    let rps_cold = throughput(&client, cold, &last, n).await;
+    let rps_direct = throughput(client, up_addr, &last, n).await;
+    let rps_warm = throughput(client, warm, &last, n).await;
+    let rps_cold = throughput(client, cold, &last, n).await;
     println!(
         "  throughput, {n} concurrent 1 MB requests: direct {rps_direct:.0}/s, warm {rps_warm:.0}/s, cold {rps_cold:.0}/s"
     );
