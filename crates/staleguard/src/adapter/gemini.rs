@@ -167,10 +167,15 @@ struct Pending<'a> {
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let mut envelope: Envelope =
         serde_json::from_str(body).map_err(|e| json_error(&e, body, "gemini"))?;
-    let wrapped = envelope.contents.is_none() && envelope.request.is_some_and(wraps_contents);
-    if let (true, Some(inner)) = (wrapped, envelope.request) {
-        // The inner request borrows from the body too: its spans are the body's.
-        envelope = serde_json::from_str(inner.get()).map_err(|e| json_error(&e, body, "gemini"))?;
+    // Gemini Code Assist: the request inside, when it has `contents`. It borrows from the
+    // body too, so its spans are the body's.
+    let inner = match (&envelope.contents, envelope.request) {
+        (None, Some(inner)) => serde_json::from_str::<Envelope>(inner.get()).ok(),
+        _ => None,
+    };
+    let wrapped = inner.as_ref().is_some_and(|i| i.contents.is_some());
+    if let (true, Some(inner)) = (wrapped, inner) {
+        envelope = inner;
     }
     let hints = Hints {
         wrapped_contents: wrapped,
@@ -208,16 +213,16 @@ fn read_content<'a>(
             _ => return request.push(Item::Other),
         },
     };
-    let raw = content.parts;
-    let read = raw.and_then(|r| serde_json::from_str::<List<Part<'a>>>(r.get()).ok());
-    let Some(List::Items(parts)) = read else {
+    // Each part with its raw value, for where it lies (to drop the media of a collapsed
+    // result). A part whose fields have unexpected types leaves the content as it is.
+    let raw = content
+        .parts
+        .and_then(|r| serde_json::from_str::<Vec<&'a RawValue>>(r.get()).ok());
+    let parts: Option<Vec<(&RawValue, Option<Part<'a>>)>> =
+        raw.and_then(|raw| raw.into_iter().map(|r| Some((r, part_of(r)?))).collect());
+    let Some(parts) = parts else {
         return request.push(Item::Other);
     };
-    // Where each part lies, to drop the media that belong to a collapsed result.
-    let places: Vec<&RawValue> = raw
-        .and_then(|r| serde_json::from_str(r.get()).ok())
-        .filter(|p: &Vec<&RawValue>| p.len() == parts.len())
-        .unwrap_or_default();
     let model = role == Role::Assistant;
     if model && !turn.in_model_turn {
         turn.calls.clear();
@@ -226,8 +231,8 @@ fn read_content<'a>(
     // The result the media parts that follow belong to, and where the part before ends.
     let mut owner: Option<usize> = None;
     let mut previous_end = None;
-    for (at, part) in parts.into_iter().enumerate() {
-        let place = places.get(at).and_then(|p| request.range_of(p));
+    for (at, (raw, part)) in parts.into_iter().enumerate() {
+        let place = request.range_of(raw);
         match part {
             Some(part) if part.is_media() && role == Role::User => {
                 request.push(Item::Other);
@@ -249,6 +254,16 @@ fn read_content<'a>(
         }
         previous_end = place.map(|(_, end)| end);
     }
+}
+
+/// A part read from its raw value: `Some(None)` for anything but an object (an odd part),
+/// `None` for an object whose fields have unexpected types.
+fn part_of<'a>(raw: &'a RawValue) -> Option<Option<Part<'a>>> {
+    let json = raw.get();
+    if !json.starts_with('{') {
+        return Some(None);
+    }
+    serde_json::from_str(json).ok().map(Some)
 }
 
 fn read_part<'a>(
