@@ -167,15 +167,10 @@ struct Pending<'a> {
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let mut envelope: Envelope =
         serde_json::from_str(body).map_err(|e| json_error(&e, body, "gemini"))?;
-    // Gemini Code Assist: the request inside, when it has `contents`. It borrows from the
-    // body too, so its spans are the body's.
-    let inner = match (&envelope.contents, envelope.request) {
-        (None, Some(inner)) => serde_json::from_str::<Envelope>(inner.get()).ok(),
-        _ => None,
-    };
-    let wrapped = inner.as_ref().is_some_and(|i| i.contents.is_some());
-    if let (true, Some(inner)) = (wrapped, inner) {
-        envelope = inner;
+    let wrapped = envelope.contents.is_none() && envelope.request.is_some_and(wraps_contents);
+    if let (true, Some(inner)) = (wrapped, envelope.request) {
+        // The inner request borrows from the body too: its spans are the body's.
+        envelope = serde_json::from_str(inner.get()).map_err(|e| json_error(&e, body, "gemini"))?;
     }
     let hints = Hints {
         wrapped_contents: wrapped,
