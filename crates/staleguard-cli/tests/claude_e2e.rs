@@ -16,6 +16,7 @@
 //! saying what to install.
 
 mod agents;
+mod common;
 // The MCP harness: this test uses its site and server command only.
 mod mcp;
 
@@ -147,18 +148,6 @@ fn content(message: &Value) -> Vec<Value> {
     }
 }
 
-fn result_text(block: &Value) -> String {
-    match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 /// Every content block of `body`'s messages with where it sits (message, block).
 fn blocks(body: &Value) -> Vec<((usize, usize), Value)> {
     let messages = body["messages"].as_array().into_iter().flatten();
@@ -189,7 +178,7 @@ fn tool_results(body: &Value) -> Vec<ToolResult> {
                     at,
                     tool: tools.get(&call).cloned().unwrap_or_default(),
                     call,
-                    text: result_text(&block),
+                    text: common::text_of(&block["content"]),
                     is_error: block["is_error"] == json!(true),
                 });
             }

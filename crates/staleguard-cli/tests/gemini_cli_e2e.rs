@@ -15,6 +15,7 @@
 //! install: it never skips.
 
 mod agents;
+mod common;
 mod mcp;
 
 use std::fs;

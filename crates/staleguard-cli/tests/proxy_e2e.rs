@@ -9,6 +9,8 @@
 //! sends is learned by sending the same call straight to the scripted model first; the proxy
 //! must then forward exactly `staleguard project` of those bytes.
 
+mod common;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -524,23 +526,7 @@ fn assert_streamed(result: &Value, what: &str) {
 
 /// `staleguard project --format auto` of a body: what the proxy must forward.
 fn project(work: &Work, body: &[u8]) -> Vec<u8> {
-    let file = work.file("body.json", body);
-    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["project", "--format", "auto"])
-        .arg(&file)
-        .current_dir(&work.dir)
-        .env("BROWSER_HISTORY_COMPACTION", "on")
-        .env_remove("BROWSER_EVIDENCE_RETENTION")
-        .env_remove("BROWSER_PROGRESS_TRACKING")
-        .output()
-        .expect("run staleguard project");
-    assert!(
-        out.status.success(),
-        "staleguard project {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    common::project_file(&work.file("body.json", body), "auto")
 }
 
 fn assert_same_bytes(work: &Work, got: &[u8], want: &[u8], what: &str) {

@@ -3,6 +3,8 @@
 //! `newest-only` strategy, Anthropic's breakpoint rules, where facts are checked, and Gemini
 //! bodies replayed as their OpenAI twins.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -241,28 +243,19 @@ fn agrees_with_the_reference_measure() {
 
 /// The tool results of a request: (call ID, text) in order, for both formats.
 fn results(body: &Value) -> Vec<(String, String)> {
-    let text = |c: &Value| match c {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
     let mut out = Vec::new();
     for m in body["messages"].as_array().unwrap() {
         if m["role"] == "tool" {
             out.push((
                 m["tool_call_id"].as_str().unwrap().into(),
-                text(&m["content"]),
+                common::text_of(&m["content"]),
             ));
         }
         for part in m["content"].as_array().into_iter().flatten() {
             if part["type"] == "tool_result" {
                 out.push((
                     part["tool_use_id"].as_str().unwrap().into(),
-                    text(&part["content"]),
+                    common::text_of(&part["content"]),
                 ));
             }
         }

@@ -354,18 +354,6 @@ pub fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
 pub fn project(scratch: &Scratch, format: &str, body: &str) -> String {
     let file = scratch.dir.join("sent-body.json");
     fs::write(&file, body).expect("write the body to project");
-    let out = Command::new(env!("CARGO_BIN_EXE_staleguard"))
-        .args(["project", "--format", format])
-        .arg(&file)
-        .env("BROWSER_HISTORY_COMPACTION", "on")
-        .env_remove("BROWSER_EVIDENCE_RETENTION")
-        .env_remove("BROWSER_PROGRESS_TRACKING")
-        .output()
-        .expect("run staleguard project");
-    assert!(
-        out.status.success(),
-        "staleguard project: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("the projection is UTF-8")
+    let out = crate::common::project_file(&file, format);
+    String::from_utf8(out).expect("the projection is UTF-8")
 }
