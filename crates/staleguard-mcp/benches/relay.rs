@@ -73,7 +73,10 @@ fn through_relay(lines: &[(bool, Vec<u8>)]) -> usize {
 fn as_values(lines: &[(bool, Vec<u8>)]) -> usize {
     lines
         .iter()
-        .map(|(_, l)| serde_json::from_slice::<Value>(l).map_or(0, |v| v.to_string().len()))
+        .map(|(_, l)| {
+            let value = serde_json::from_slice::<Value>(l);
+            value.map_or(0, |v| serde_json::to_vec(&v).map_or(0, |w| w.len()))
+        })
         .sum()
 }
 
@@ -103,7 +106,15 @@ fn compare(name: &str, lines: &[(bool, Vec<u8>)]) {
     );
 }
 
+/// `cargo bench -p staleguard-mcp --bench relay -- snapshot` runs only the cases whose name
+/// contains `snapshot` (for a profile of one case).
 fn main() {
-    compare("recorded 0.0.41 sessions", &sessions());
-    compare("2 MB snapshot", &huge());
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.as_deref().map_or(true, |f| name.contains(f));
+    if wanted("recorded 0.0.41 sessions") {
+        compare("recorded 0.0.41 sessions", &sessions());
+    }
+    if wanted("2 MB snapshot") {
+        compare("2 MB snapshot", &huge());
+    }
 }

@@ -45,8 +45,8 @@ pub struct Entry {
     pub title: String,
     /// Browser results counted when it arrived, itself included.
     pub step: usize,
-    /// The original text.
-    pub text: String,
+    /// The original text (shared with the host that read it).
+    pub text: std::sync::Arc<str>,
 }
 
 /// An observation read back: the banner, and the text with every ref neutralised.
@@ -97,7 +97,12 @@ impl Archive {
 
     /// [`record`](Self::record), given the text's reading (which names the page and its ID).
     /// A text given as a `String` is kept as it is, not copied.
-    pub fn record_read(&mut self, text: impl Into<String>, reading: &Reading, step: usize) -> bool {
+    pub fn record_read(
+        &mut self,
+        text: impl Into<std::sync::Arc<str>>,
+        reading: &Reading,
+        step: usize,
+    ) -> bool {
         if reading.failed {
             return false;
         }

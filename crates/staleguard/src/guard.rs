@@ -205,15 +205,15 @@ fn check_ref(
     };
     let what = |e: &Element| texts::element(&e.role, &e.name);
     match description {
-        Some(d) if describes(d, then) && !describes(d, now) => Err(refuse(
+        Some(d) if describes(d, &then) && !describes(d, &now) => Err(refuse(
             Refusal::ReusedRef,
-            &texts::reused_ref(id, &what(now), &what(then), &seen.id, &seen.url),
+            &texts::reused_ref(id, &what(&now), &what(&then), &seen.id, &seen.url),
         )),
         Some(_) => Ok(None),
         None => Ok(Some(texts::ambiguous_ref(
             id,
-            &what(now),
-            &what(then),
+            &what(&now),
+            &what(&then),
             &seen.id,
         ))),
     }
@@ -221,10 +221,10 @@ fn check_ref(
 
 fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {
     let element = session.page().refs.get(id)?;
-    if !progress::is_submit_like(element) {
+    if !progress::is_submit_like(&element) {
         return None;
     }
-    let flag = session.repeated_submission(usize::MAX, tool, element)?;
+    let flag = session.repeated_submission(usize::MAX, tool, &element)?;
     Some(refuse(
         Refusal::RepeatedSubmission,
         &texts::repeated_submission(

@@ -79,6 +79,7 @@ mod fingerprint;
 pub mod guard;
 pub mod memo;
 pub mod observation;
+mod page_refs;
 mod pipeline;
 pub mod progress;
 pub mod projection;

@@ -7,15 +7,14 @@
 //! hosts that follow a session as it happens: the MCP guard feeds it one call and one result
 //! at a time, and the CLI's `replay` walks a recording with it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use compact_str::CompactString;
 
 use crate::config::Config;
 use crate::fingerprint::{self, Fingerprint, Node};
-use crate::observation::aria::ref_hash;
 use crate::observation::TreeKind;
+pub use crate::page_refs::PageRefs;
 use crate::session::{Event, Header, Reading, Session, Tab, TreeParts};
 use crate::texts;
 use crate::tools::BrowserTools;
@@ -30,10 +29,6 @@ pub struct Element {
     /// Its accessible name.
     pub name: CompactString,
 }
-
-/// Refs of a page and what they name. The guard looks up every ref of every call; ref ids
-/// come from the page's server, and the hasher is keyed at random all the same.
-pub type RefMap = HashMap<CompactString, Element, ahash::RandomState>;
 
 /// What a browser result told about the page.
 enum Applied {
@@ -62,7 +57,7 @@ pub struct Page {
     flat: Vec<String>,
     /// Every ref of the page and what it names (shared with the history until it changes).
     /// Kept only when refs are tracked ([`Tracker::new`]).
-    pub refs: Arc<RefMap>,
+    pub refs: PageRefs,
     /// The page shows a confirmation (order placed, booking confirmed).
     pub confirms: bool,
     /// Some observation has been seen.
@@ -76,14 +71,17 @@ pub struct Page {
 
 impl Page {
     /// Applies one browser result.
-    fn apply(&mut self, text: &str, reading: &Reading, with_refs: bool) -> Applied {
+    fn apply<T>(&mut self, text: T, reading: &Arc<Reading>, with_refs: bool) -> Applied
+    where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
         match &reading.header {
             Some(header) if header.lists_pages && self.lists_same_page(header) => {
                 self.apply_header(header);
                 Applied::Nothing
             }
             Some(header) if header.is_observation() => {
-                self.apply_observation(header, reading.tree(text), text, with_refs);
+                self.apply_observation(header, text, reading, with_refs);
                 Applied::Tree
             }
             Some(header) => {
@@ -91,7 +89,7 @@ impl Page {
                 Applied::Report
             }
             None => {
-                let tabs = &reading.tree(text).tab_list;
+                let tabs = &reading.tree(text.as_ref()).tab_list;
                 if !tabs.is_empty() {
                     self.tabs.clone_from(tabs);
                 }
@@ -151,44 +149,29 @@ impl Page {
         }
     }
 
-    fn apply_observation(
+    /// Takes in a tree. Its refs are kept as the tree itself (`text` and its `reading`),
+    /// looked up only when a call names one.
+    fn apply_observation<T>(
         &mut self,
         header: &Header,
-        tree: &TreeParts,
-        text: &str,
+        text: T,
+        reading: &Arc<Reading>,
         with_refs: bool,
-    ) {
+    ) where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
+        let tree = reading.tree(text.as_ref());
         let diff = self.take_page(header, tree);
         if !with_refs {
             return;
         }
-        if !diff {
-            self.refs = Arc::default();
-        }
-        let refs = Arc::make_mut(&mut self.refs);
-        refs.reserve(tree.refs.len());
-        for r in &tree.refs {
-            let id = r.id.get(text);
-            let (role, name) = (r.role.get(text), r.name.get(text));
-            // `ref=e4 [unchanged]` names no role: it keeps what the base page said.
-            if role.is_empty() && refs.contains_key(id) {
-                continue;
-            }
-            refs.insert(
-                CompactString::from(id),
-                Element {
-                    role: role.into(),
-                    name: name.into(),
-                },
-            );
-        }
-        // A diff replaces subtrees: refs of the nodes it removed are gone from the page.
-        if let (true, Some(nodes)) = (diff, &self.nodes) {
-            let present: std::collections::HashSet<u64> =
-                nodes.iter().map(|n| n.id).filter(|&id| id != 0).collect();
-            refs.retain(|id, _| present.contains(&ref_hash(id)));
-        }
         self.confirms = tree.confirms;
+        self.refs = if diff {
+            let merged = self.nodes.clone();
+            self.refs.with_diff(text.into(), reading.clone(), merged)
+        } else {
+            PageRefs::of_tree(text.into(), reading.clone())
+        };
     }
 
     /// The fingerprint of the page as last seen.
@@ -315,7 +298,7 @@ pub struct Seen {
     /// The page's URL when it was seen.
     pub url: String,
     /// The refs the page offered then, and what they named.
-    pub refs: Arc<RefMap>,
+    pub refs: PageRefs,
 }
 
 /// The session as the browser results so far describe it: the page, the no-progress
@@ -427,7 +410,7 @@ impl Tracker {
         self.call_page = crate::refs::page_id(arguments);
         let fingerprint = self.current;
         for id in crate::refs::targets(arguments) {
-            let Some(element) = self.page.refs.get(id.as_str()).cloned() else {
+            let Some(element) = self.page.refs.get(id.as_str()) else {
                 continue;
             };
             if !is_submit_like(&element) {
@@ -475,8 +458,12 @@ impl Tracker {
     }
 
     /// Takes in a browser result (`failed` by its text or its wire flag): updates the page,
-    /// the counter and the history.
-    pub fn result(&mut self, at: usize, text: &str, reading: &Reading, failed: bool) {
+    /// the counter and the history. A tree's text is kept for its refs: pass an `Arc<str>`
+    /// to share it, a `&str` to have it copied.
+    pub fn result<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>, failed: bool)
+    where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
         if failed {
             return self.failure(at);
         }
@@ -514,7 +501,15 @@ impl Tracker {
     /// Takes in a snapshot the guard fetched itself, of page `page_id` where the server
     /// names pages: the page and its refs are updated, but no progress step is counted,
     /// because the model took no action.
-    pub fn refresh(&mut self, at: usize, text: &str, reading: &Reading, page_id: Option<String>) {
+    pub fn refresh<T>(
+        &mut self,
+        at: usize,
+        text: T,
+        reading: &Arc<Reading>,
+        page_id: Option<String>,
+    ) where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
         if !reading.failed {
             self.call_page = page_id;
             self.apply(at, text, reading);
@@ -534,7 +529,10 @@ impl Tracker {
         trim(&mut self.submissions, keep);
     }
 
-    fn apply(&mut self, at: usize, text: &str, reading: &Reading) {
+    fn apply<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>)
+    where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
         match self.page.apply(text, reading, !self.counting) {
             Applied::Tree => {
                 self.page_unseen = false;

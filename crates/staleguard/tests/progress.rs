@@ -299,9 +299,9 @@ proptest! {
         prop_assume!(!session.page_unseen() && !session.page().refs.is_empty());
         let mut refs: Vec<_> = session.page().refs.iter().collect();
         refs.sort_by(|a, b| a.0.cmp(b.0));
-        let (id, element) = refs[which.index(refs.len())];
+        let (id, element) = &refs[which.index(refs.len())];
         prop_assume!(!progress::is_submit_like(element));
-        let args = serde_json::json!({"element": format!("{} {}", element.name, element.role), "ref": id.as_str(), "target": id.as_str()}).to_string();
+        let args = serde_json::json!({"element": format!("{} {}", element.name, element.role), "ref": id, "target": id}).to_string();
         let verdict = guard::check(&t, "browser_click", &args, &on());
         prop_assert!(verdict.is_allowed(), "{id} {element:?}: {verdict:?}");
     }
