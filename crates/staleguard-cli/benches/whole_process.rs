@@ -14,7 +14,9 @@
 //! Each round runs the floor, `staleguard project FILE` with the defaults (evidence and
 //! progress on) and with projection alone (`BROWSER_EVIDENCE_RETENTION=off
 //! BROWSER_PROGRESS_TRACKING=off`), interleaved so that machine noise hits all three alike.
-//! `-- --rounds N` sets the number of rounds (default 15).
+//! `-- --rounds N` sets the number of rounds (default 15). `-- --against PATH` runs another
+//! `staleguard` binary (an older build, say) in the same rounds, for before and after figures
+//! measured side by side.
 
 use std::fs::File;
 use std::io::Write;
@@ -56,14 +58,17 @@ struct Commands {
     request: PathBuf,
     /// A directory without a `staleguard.toml`, where the children run.
     dir: PathBuf,
-    staleguard: PathBuf,
+    /// This workspace's binary, then the one of `--against`, if any.
+    binaries: Vec<PathBuf>,
 }
 
+/// A command of a round; the projections name their binary by its place in
+/// [`Commands::binaries`].
 #[derive(Clone, Copy)]
 enum Run {
     Floor,
-    Defaults,
-    ProjectionAlone,
+    Defaults(usize),
+    ProjectionAlone(usize),
 }
 
 impl Commands {
@@ -74,8 +79,8 @@ impl Commands {
                 c.arg("--floor");
                 c
             }
-            Run::Defaults | Run::ProjectionAlone => {
-                let mut c = Command::new(&self.staleguard);
+            Run::Defaults(b) | Run::ProjectionAlone(b) => {
+                let mut c = Command::new(&self.binaries[b]);
                 c.arg("project");
                 // The defaults: no setting from the environment of whoever runs the bench.
                 for (name, _) in std::env::vars_os() {
@@ -84,7 +89,7 @@ impl Commands {
                         c.env_remove(&name);
                     }
                 }
-                if let Run::ProjectionAlone = run {
+                if let Run::ProjectionAlone(_) = run {
                     c.env("BROWSER_EVIDENCE_RETENTION", "off")
                         .env("BROWSER_PROGRESS_TRACKING", "off");
                 }
@@ -133,8 +138,9 @@ fn median(mut s: Vec<f64>) -> f64 {
     s[s.len() / 2]
 }
 
-fn ratios(rounds: usize) {
-    let staleguard = staleguard_binary();
+fn ratios(rounds: usize, against: Option<PathBuf>) {
+    let mut binaries = vec![staleguard_binary()];
+    binaries.extend(against);
     let body = build_request();
     let dir = std::env::temp_dir().join(format!("staleguard-whole-process-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -144,42 +150,52 @@ fn ratios(rounds: usize) {
     let commands = Commands {
         request,
         dir,
-        staleguard,
+        binaries,
     };
 
     // One run of each, output kept: checks what is timed, and warms the page cache.
     let copied = commands.output(Run::Floor);
     assert!(copied == body.as_bytes(), "the floor wrote other bytes");
-    let [defaults_bytes, alone_bytes] = [Run::Defaults, Run::ProjectionAlone].map(|run| {
+    let [defaults_bytes, alone_bytes] = [Run::Defaults(0), Run::ProjectionAlone(0)].map(|run| {
         let out = commands.output(run);
         serde_json::from_slice::<serde::de::IgnoredAny>(&out).expect("projection is JSON");
         out.len()
     });
 
-    let runs = [Run::Floor, Run::Defaults, Run::ProjectionAlone];
-    let mut samples: [Vec<f64>; 3] = Default::default();
+    let mut runs = vec![Run::Floor];
+    for b in 0..commands.binaries.len() {
+        runs.extend([Run::Defaults(b), Run::ProjectionAlone(b)]);
+    }
+    let mut samples = vec![Vec::new(); runs.len()];
     for _ in 0..rounds {
         for (run, s) in runs.iter().zip(samples.iter_mut()) {
             s.push(commands.time(*run));
         }
     }
-    let [f, d, p] = samples.map(median);
+    let medians: Vec<f64> = samples.into_iter().map(median).collect();
+    let f = medians[0];
     println!(
         "\nwhole process, median of {rounds} interleaved runs, {} bytes, {} -> {defaults_bytes} bytes (defaults), {alone_bytes} bytes (projection alone):",
         body.len(),
         body.len()
     );
     println!("  floor (read, validate, write) {:>8.2} ms", f * 1e3);
-    println!(
-        "  project, defaults             {:>8.2} ms   defaults / floor         = {:.2}",
-        d * 1e3,
-        d / f
-    );
-    println!(
-        "  project, projection alone     {:>8.2} ms   projection alone / floor = {:.2}",
-        p * 1e3,
-        p / f
-    );
+    for (b, binary) in commands.binaries.iter().enumerate() {
+        let (d, p) = (medians[1 + 2 * b], medians[2 + 2 * b]);
+        if b > 0 {
+            println!("  against {}:", binary.display());
+        }
+        println!(
+            "  project, defaults             {:>8.2} ms   defaults / floor         = {:.2}",
+            d * 1e3,
+            d / f
+        );
+        println!(
+            "  project, projection alone     {:>8.2} ms   projection alone / floor = {:.2}",
+            p * 1e3,
+            p / f
+        );
+    }
 }
 
 fn main() {
@@ -199,5 +215,10 @@ fn main() {
             .expect("--rounds N, N at least 1"),
         None => DEFAULT_ROUNDS,
     };
-    ratios(rounds);
+    let against = args.iter().position(|a| a == "--against").map(|i| {
+        let path = PathBuf::from(args.get(i + 1).expect("--against PATH"));
+        assert!(path.is_file(), "{}: no such binary", path.display());
+        path
+    });
+    ratios(rounds, against);
 }

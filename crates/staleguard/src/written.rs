@@ -183,7 +183,8 @@ impl Furniture {
             let key = step.reading.url_key();
             for chunk in &step.reading.page_facts(step.text).chunks {
                 match self.first_seen.get(&chunk.hash) {
-                    Some(first) if *first != key => {
+                    // One reading's key is one `Arc`: most repeats are the same page again.
+                    Some(first) if !std::sync::Arc::ptr_eq(first, &key) && *first != key => {
                         self.repeated.insert(chunk.hash);
                     }
                     Some(_) => {}
@@ -585,16 +586,6 @@ fn choose_for_page<'t>(
     if next.is_some_and(|n| std::sync::Arc::ptr_eq(&n.reading, &page.reading)) {
         return Picked::none();
     }
-    let next: HashSet<u64, Fast> = next
-        .map(|s| {
-            s.reading
-                .page_facts(s.text)
-                .chunks
-                .iter()
-                .map(|f| f.hash)
-                .collect()
-        })
-        .unwrap_or_default();
     let context_key = (u128::from(context.task_hash) << 64)
         | u128::from(model_hash(transcript, page.item, at.until));
     let scores = page.reading.scores(context_key, || {
@@ -602,11 +593,22 @@ fn choose_for_page<'t>(
         page_scores(page, task, &model)
     });
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
-    let chunks: Vec<(Chunk<'t>, u32)> = chunks_of(page)
+    // Only chunks that score enough can be chosen: the rest are never looked at again.
+    let mut chunks: Vec<(Chunk<'t>, u32)> = chunks_of(page)
         .zip(scores.iter().copied())
-        .filter(|(c, _)| c.facts.quotable && c.text != title && !next.contains(&c.facts.hash))
+        .filter(|(c, s)| *s >= MIN_PAGE_SCORE && c.facts.quotable && c.text != title)
         .filter(|(c, _)| !context.furniture.has(c))
         .collect();
+    if let (Some(next), false) = (next, chunks.is_empty()) {
+        let shown: HashSet<u64, Fast> = next
+            .reading
+            .page_facts(next.text)
+            .chunks
+            .iter()
+            .map(|f| f.hash)
+            .collect();
+        chunks.retain(|(c, _)| !shown.contains(&c.facts.hash));
+    }
     best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
 }
 
@@ -618,14 +620,20 @@ fn page_scores(page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
     let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
     let section = section_of(url, chunks_of(page).map(|c| c.text));
     let frequency = &page.reading.page_facts(page.text).frequency;
+    // One lookup per word of the page: the task's and the model's weights, summed. Few
+    // words of a page are in either, and only those need their page frequency.
+    let mut weights: HashMap<u64, u32, Fast> = HashMap::default();
+    for (words, plain, digits) in [(task, 4, 12), (model, 2, 8)] {
+        for (&w, &digit) in &words.0 {
+            *weights.entry(w).or_default() += if digit { digits } else { plain };
+        }
+    }
     let score = |(i, c): (usize, Chunk<'_>)| {
         let matched: u32 = c
             .words
             .iter()
-            .map(|w| {
-                let weight = task.weight(*w, 4, 12) + model.weight(*w, 2, 8);
-                rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize)
-            })
+            .filter_map(|w| Some((*weights.get(w)?, w)))
+            .map(|(weight, w)| rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize))
             .sum();
         // The first and last rows of a table, the section the URL points at (what the
         // agent went there to read) and dates are candidates of their own.
@@ -710,17 +718,19 @@ impl<'t> Index<'t> {
                 !is_error_page(s.reading.header.as_ref().and_then(|h| h.url.as_deref()))
             });
         // A page snapshotted again repeats its chunks: each distinct text counts once, at
-        // its first step, so a word is as rare as the page makes it.
-        let mut seen: HashSet<(std::sync::Arc<str>, &'t str), Fast> = HashSet::default();
+        // its first step, so a word is as rare as the page makes it. Texts are told apart
+        // by their hashes, as the next page's and the live page's chunks are.
+        let mut seen: HashSet<(u64, u64), Fast> = HashSet::default();
         for (i, (step, _)) in collapsed {
             let title = step
                 .reading
                 .header
                 .as_ref()
                 .and_then(|h| h.title.as_deref());
+            let url = xxhash_rust::xxh3::xxh3_64(step.reading.url_key().as_bytes());
             let quotable = |c: &Chunk<'_>| c.facts.quotable && Some(c.text) != title;
             for chunk in chunks_of(step).filter(quotable) {
-                if !seen.insert((chunk.key.clone(), chunk.text)) {
+                if !seen.insert((url, chunk.facts.hash)) {
                     continue;
                 }
                 let at = index.chunks.len();
