@@ -600,13 +600,7 @@ fn choose_for_page<'t>(
         .filter(|(c, _)| !context.furniture.has(c))
         .collect();
     if let (Some(next), false) = (next, chunks.is_empty()) {
-        let shown: HashSet<u64, Fast> = next
-            .reading
-            .page_facts(next.text)
-            .chunks
-            .iter()
-            .map(|f| f.hash)
-            .collect();
+        let shown = shown_on(next);
         chunks.retain(|(c, _)| !shown.contains(&c.facts.hash));
     }
     best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
@@ -658,6 +652,12 @@ fn page_scores(page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
         matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
     };
     chunks_of(page).enumerate().map(score).collect()
+}
+
+/// The hashes of the texts `step`'s page shows: what is still there needs no quote.
+fn shown_on(step: &Step<'_>) -> HashSet<u64, Fast> {
+    let facts = &step.reading.page_facts(step.text).chunks;
+    facts.iter().map(|f| f.hash).collect()
 }
 
 /// Chunks after a heading count as its section, up to this many.
@@ -761,13 +761,7 @@ fn choose_for_question<'t>(
     };
     let question = Words::of(text);
     let target_step = &session.steps[target];
-    let live: HashSet<u64, Fast> = target_step
-        .reading
-        .page_facts(target_step.text)
-        .chunks
-        .iter()
-        .map(|f| f.hash)
-        .collect();
+    let live = shown_on(target_step);
     let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
     // Each word of the question, with the candidate chunks that hold it.
     let mut scores: HashMap<usize, u32, Fast> = HashMap::default();
