@@ -81,7 +81,10 @@ impl<'a> Transcript<'a> {
     /// same ID before it. IDs that repeat across the request resolve locally, never by a
     /// global set. `None` for orphans and for items that are not results.
     pub fn pair_calls(&self) -> Vec<Option<usize>> {
-        let mut latest: std::collections::HashMap<&str, usize> = Default::default();
+        // Call IDs come from the request: a keyed hasher, and a fast one (a request has
+        // thousands of calls).
+        let mut latest: std::collections::HashMap<&str, usize, ahash::RandomState> =
+            Default::default();
         let mut pairs = Vec::with_capacity(self.items.len());
         for (i, item) in self.items.iter().enumerate() {
             match item {
