@@ -112,8 +112,37 @@ async fn throughput(
     n as f64 / t.elapsed().as_secs_f64()
 }
 
+/// `-- --profile-warm`: only what the warm proxy computes, in this process, for a profiler:
+/// every turn of the distinct-pages request projected with one memo.
+fn profile_warm() {
+    let body = request(true);
+    let memo = staleguard::Memo::new(staleguard::memo::DEFAULT_MEMO_BYTES);
+    let turns: Vec<String> = (0..ROUNDS).map(|r| turn(&body, r)).collect();
+    let options = || staleguard::Options {
+        memo: Some(&memo),
+        ..staleguard::Options::default()
+    };
+    let config = config();
+    for body in &turns {
+        let projected = staleguard::project(
+            body,
+            staleguard::RequestFormat::OpenAiChat,
+            &config,
+            options(),
+        );
+        std::hint::black_box(projected.map(|p| p.body.len()).ok());
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--profile-warm") {
+        return profile_warm();
+    }
+    run();
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+async fn run() {
     let up_addr = upstream().await;
     let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES, config()).await;
     let cold = proxy(up_addr, 0, config()).await;

@@ -86,6 +86,14 @@ pub struct PageFacts {
 }
 
 impl PageFacts {
+    /// Bytes it holds on the heap: a hash table's buckets are at least an eighth more than
+    /// its capacity, each with a control byte.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(u64, u32)>() + 1;
+        self.chunks.capacity() * std::mem::size_of::<ChunkFacts>()
+            + self.frequency.capacity() * 8 / 7 * entry
+    }
+
     /// The facts of `texts`, whose word hashes are `words`.
     pub(crate) fn of<'x>(texts: impl Iterator<Item = &'x str>, words: &[Box<[u64]>]) -> PageFacts {
         let mut facts = PageFacts::default();

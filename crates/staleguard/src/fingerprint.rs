@@ -113,7 +113,7 @@ pub fn of_parts(
     title: &str,
     document: &str,
     tree: Option<u128>,
-    flat: &[String],
+    flat: Option<u128>,
 ) -> Fingerprint {
     let mut h = Sha256::new();
     let mut field = |name: &str, parts: &[&[u8]]| {
@@ -129,8 +129,8 @@ pub fn of_parts(
     if let Some(tree) = tree {
         field("tree", &[&tree.to_le_bytes()]);
     }
-    for f in flat {
-        field("flat", &[f.as_bytes()]);
+    if let Some(flat) = flat {
+        field("flat", &[&flat.to_le_bytes()]);
     }
     Fingerprint(h.finalize().into())
 }

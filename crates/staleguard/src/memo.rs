@@ -17,13 +17,16 @@ use quick_cache::Weighter;
 
 use crate::session::{Depth, Reading};
 
-/// The default bound: 256 MiB of derived data, about the readings of 50 MB of results.
+/// The default bound: 256 MiB of derived data, the readings of at least 32 MB of results.
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
-/// Estimated bytes a reading holds once its tree parts are read. A tree line of about 50
-/// bytes gives a canonical node (48 bytes), a ref (72), a chunk (24) and its word hashes
-/// (about 50): about four times the text, and the allocator's overhead on top. Estimated up
-/// front, because a cache entry may not change its weight; the soak bench checks it.
+/// Bytes a reading may hold once every part of it is read (tree, chunk words and facts,
+/// receipt, scores), bounded from above: a tree line gives a canonical node (32 bytes), a
+/// ref (72), a chunk (24), its word hashes and their counts, and the lines of Chrome DevTools
+/// MCP trees are short (26 bytes on a recorded long page, which holds 7.1 times its text).
+/// Estimated up front, because a cache entry may not change its weight; a test holds every
+/// recorded result and pages denser than any recorded one to it
+/// ([`Reading::heap_bytes`](crate::session::Reading::heap_bytes) at most this).
 pub fn weight_of(text_bytes: usize) -> u64 {
     ENTRY_BYTES + BYTES_PER_TEXT_BYTE * text_bytes as u64
 }
@@ -32,7 +35,7 @@ pub fn weight_of(text_bytes: usize) -> u64 {
 pub const ENTRY_BYTES: u64 = 1024;
 
 /// The part of [`weight_of`] for each byte of text.
-pub const BYTES_PER_TEXT_BYTE: u64 = 5;
+pub const BYTES_PER_TEXT_BYTE: u64 = 8;
 
 #[derive(Clone)]
 struct ByBytes;

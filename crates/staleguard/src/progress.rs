@@ -53,8 +53,8 @@ pub struct Page {
     nodes: Option<Arc<[Node]>>,
     /// [`fingerprint::digest`] of `nodes`.
     digest: Option<u128>,
-    /// Controls and text, for formats without an aria tree.
-    flat: Vec<String>,
+    /// A digest of controls and text, for formats without an aria tree.
+    flat: Option<u128>,
     /// Every ref of the page and what it names (shared with the history until it changes).
     /// Kept only when refs are tracked ([`Tracker::new`]).
     pub refs: PageRefs,
@@ -121,7 +121,7 @@ impl Page {
         };
         self.nodes = nodes;
         self.digest = digest;
-        self.flat.clone_from(&tree.flat);
+        self.flat = tree.flat;
         diff
     }
 
@@ -188,7 +188,7 @@ impl Page {
             &self.title,
             &self.document,
             self.digest,
-            &self.flat,
+            self.flat,
         )
     }
 }

@@ -162,8 +162,9 @@ pub struct TreeParts {
     /// A digest of `nodes` (depth, marker and hash of every line): what the page
     /// fingerprint takes of the tree, computed once.
     pub digest: u128,
-    /// Controls and text, for the fingerprint of formats without an aria tree.
-    pub flat: Vec<String>,
+    /// A digest of the controls and text, for the fingerprint of formats without an aria
+    /// tree; `None` for aria trees and for pages without either.
+    pub flat: Option<u128>,
     /// Document identity where the format has one (the Playwright frame prefix `f3`).
     pub document: Option<String>,
     /// The format's own ID for the observation (the seed format's UUIDs).
@@ -177,6 +178,39 @@ pub struct TreeParts {
 }
 
 impl TreeParts {
+    /// Bytes its parts hold on the heap (see [`Reading::heap_bytes`]).
+    fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let own = |p: &Piece| match p {
+            Piece::Own(s) => s.len(),
+            Piece::At(..) => 0,
+        };
+        let refs = self
+            .refs
+            .iter()
+            .map(|r| own(&r.id) + own(&r.role) + own(&r.name));
+        let read_backs = self
+            .read_backs
+            .iter()
+            .map(|r| own(&r.observation) + own(&r.url) + own(&r.text));
+        self.refs.capacity() * size_of::<RefPiece>()
+            + refs.sum::<usize>()
+            + self.chunks.capacity() * size_of::<Piece>()
+            + self.chunks.iter().map(own).sum::<usize>()
+            + self.table_ends.capacity() * size_of::<usize>()
+            + self.nodes.len() * size_of::<Node>()
+            + self.document.as_ref().map_or(0, String::capacity)
+            + self.observation_id.as_ref().map_or(0, own)
+            + self.read_backs.capacity() * size_of::<ReadBackPiece>()
+            + read_backs.sum::<usize>()
+            + self.tab_list.capacity() * size_of::<Tab>()
+            + self
+                .tab_list
+                .iter()
+                .map(|t| t.title.capacity() + t.url.capacity())
+                .sum::<usize>()
+    }
+
     fn read(text: &str) -> TreeParts {
         count(&TREE_PARSES);
         TreeParts::of(text, observation::parse(text))
@@ -220,7 +254,7 @@ impl TreeParts {
             table_ends: obs.table_ends.clone(),
             digest: crate::fingerprint::digest(&nodes),
             nodes,
-            flat: if has_tree { Vec::new() } else { flat(&obs) },
+            flat: if has_tree { None } else { flat_digest(&obs) },
             document: obs.document.as_deref().map(str::to_string),
             observation_id: obs.observation_id.as_deref().map(piece),
             confirms: obs
@@ -234,22 +268,32 @@ impl TreeParts {
     }
 }
 
-/// Controls and text of a page without an aria tree, for its fingerprint.
-fn flat(obs: &Observation<'_>) -> Vec<String> {
-    let controls = obs.controls.iter().map(|c| {
+/// A digest of the controls and text of a page without an aria tree, for its fingerprint;
+/// `None` when it has neither. Each control and text is length-prefixed, so no two pages'
+/// lists collide by moving bytes from one entry to the next.
+fn flat_digest(obs: &Observation<'_>) -> Option<u128> {
+    if obs.controls.is_empty() && obs.chunks.is_empty() {
+        return None;
+    }
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut entry = |parts: &[&str]| {
+        let len: usize = parts.iter().map(|p| p.len()).sum::<usize>() + parts.len();
+        h.update(&(len as u64).to_le_bytes());
+        for p in parts {
+            h.update(p.as_bytes());
+            h.update(&[0]);
+        }
+    };
+    for c in &obs.controls {
         let mut states: Vec<&str> = c.states.iter().map(|s| s.as_ref()).collect();
         states.sort_unstable();
-        format!(
-            "{}\u{0}{}\u{0}{}\u{0}{}",
-            c.role,
-            c.name,
-            c.value.as_deref().unwrap_or(""),
-            states.join(",")
-        )
-    });
-    controls
-        .chain(obs.chunks.iter().map(|c| c.to_string()))
-        .collect()
+        let states = states.join(",");
+        entry(&[&c.role, &c.name, c.value.as_deref().unwrap_or(""), &states]);
+    }
+    for chunk in &obs.chunks {
+        entry(&[chunk]);
+    }
+    Some(h.digest128())
 }
 
 /// Phrases of page text that say a submission went through (lower case).
@@ -364,6 +408,57 @@ impl Reading {
             receipt: OnceLock::new(),
             scores: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Bytes this reading holds on the heap, itself included, as far as it has been read
+    /// (its parts are derived on first use): what a [`Memo`](crate::Memo) entry of it costs.
+    /// Counted by capacity, so an over-allocated vector counts in full; the allocator's own
+    /// bookkeeping is not counted.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let string = |s: &String| s.capacity();
+        let tabs = |t: &Vec<Tab>| {
+            t.capacity() * size_of::<Tab>()
+                + t.iter()
+                    .map(|t| t.title.capacity() + t.url.capacity())
+                    .sum::<usize>()
+        };
+        let mut bytes = size_of::<Reading>() + string(&self.id);
+        bytes += self.verification.capacity() * size_of::<String>();
+        bytes += self.verification.iter().map(string).sum::<usize>();
+        if let Some(h) = &self.header {
+            let text = [&h.url, &h.title, &h.action];
+            bytes += text
+                .iter()
+                .filter_map(|s| s.as_ref())
+                .map(string)
+                .sum::<usize>();
+            bytes += tabs(&h.tabs);
+        }
+        if let Some(tree) = self.tree.get() {
+            bytes += tree.heap_bytes();
+        }
+        if let Some(words) = self.words.get() {
+            bytes += words.capacity() * size_of::<Box<[u64]>>();
+            bytes += words
+                .iter()
+                .map(|w| w.len() * size_of::<u64>())
+                .sum::<usize>();
+        }
+        if let Some(facts) = self.facts.get() {
+            bytes += facts.heap_bytes();
+        }
+        bytes += self
+            .url_key
+            .get()
+            .map_or(0, |k| k.len() + 2 * size_of::<usize>());
+        if let Some(r) = self.receipt.get() {
+            bytes += r.tool.len() + r.text.capacity();
+        }
+        if let Ok(Some((_, scores))) = self.scores.lock().as_deref() {
+            bytes += scores.len() * size_of::<u32>() + 2 * size_of::<usize>();
+        }
+        bytes
     }
 
     /// What evidence asks of every chunk of [`tree`](Self::tree) (read-back chunks after

@@ -103,3 +103,91 @@ fn a_memo_too_small_for_the_session_still_answers_the_same() {
         assert!(tiny.weight() <= 16 * 1024, "weight {}", tiny.weight());
     }
 }
+
+/// The memo's bound holds what it keeps: every reading of every recorded result, as the
+/// requests of its session left it in the memo (tree, chunk words, facts, receipt and
+/// scores read), holds no more heap than the weight the memo counts for it.
+#[test]
+fn a_kept_reading_holds_no_more_than_its_weight() {
+    let config = on();
+    let memo = Memo::new(1 << 30);
+    let mut fixtures = openai_fixtures();
+    let cdmcp = shared_fixtures().join("cdmcp-1.11.0");
+    let mut recorded: Vec<_> = std::fs::read_dir(&cdmcp)
+        .expect("cdmcp fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+        .collect();
+    assert!(!recorded.is_empty(), "no cdmcp fixtures");
+    recorded.sort();
+    fixtures.extend(recorded);
+    let (mut checked, mut worst) = (0, 0.0f64);
+    for path in fixtures {
+        let body = read(&path);
+        for request in turns(&body) {
+            run(&request, RequestFormat::OpenAiChat, &config, Some(&memo));
+        }
+        for message in support::messages(&body) {
+            if message["role"] != "tool" {
+                continue;
+            }
+            let text = support::content_text(&message);
+            let key = memo.key(&text);
+            let reading = memo.reading(key, &text, staleguard::session::Depth::Header);
+            let (held, weight) = (
+                reading.heap_bytes(),
+                staleguard::memo::weight_of(text.len()),
+            );
+            checked += 1;
+            assert!(
+                held as u64 <= weight,
+                "{}: a {} byte result holds {held} bytes, weighed {weight}",
+                path.display(),
+                text.len()
+            );
+            worst = worst.max(held as f64 / weight as f64);
+        }
+    }
+    assert!(checked > 300, "only {checked} results");
+    // Pages as dense as pages get: a ref or a distinct word on every short line.
+    let dense = |line: &dyn Fn(usize) -> String, head: &str, tail: &str| {
+        let lines: String = (0..20_000).map(line).collect();
+        format!("{head}{lines}{tail}")
+    };
+    let pw = "### Page state\n- Page URL: http://a/dense\n- Page Title: Dense\n- Page Snapshot:\n```yaml\n";
+    let cd = "# take_snapshot response\n## Latest page snapshot\n";
+    let pages = [
+        dense(&|i| format!("- generic [ref=e{i}]\n"), pw, "```"),
+        dense(&|i| format!("- text: w{i}x\n"), pw, "```"),
+        dense(
+            &|i| format!("- button \"b{i}\" [ref=e{i}]: v{i}\n"),
+            pw,
+            "```",
+        ),
+        dense(&|i| format!("uid=1_{i} generic\n"), cd, ""),
+        dense(&|i| format!("uid=1_{i} StaticText \"w{i}x\"\n"), cd, ""),
+    ];
+    for page in &pages {
+        let next = page.replace("dense", "other").replace("Dense", "Other");
+        let body = support::chat_session(
+            &[("browser_navigate", page), ("browser_navigate", &next)],
+            "what did the first page say about w17x?",
+        );
+        run(&body, RequestFormat::OpenAiChat, &config, Some(&memo));
+        let reading = memo.reading(memo.key(page), page, staleguard::session::Depth::Header);
+        let (held, weight) = (
+            reading.heap_bytes(),
+            staleguard::memo::weight_of(page.len()),
+        );
+        assert!(
+            held as u64 <= weight,
+            "a dense page of {} bytes holds {held}, weighed {weight}",
+            page.len()
+        );
+        worst = worst.max(held as f64 / weight as f64);
+    }
+    eprintln!(
+        "{checked} readings; the largest holds {:.2} of its weight",
+        worst
+    );
+}
