@@ -13,8 +13,8 @@
 //! that ground and fit explicit items ([`gather`], [`select`], [`fit`]). The CLI's `inspect`
 //! prints [`Quote`]s.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -42,8 +42,8 @@ pub struct EvidenceItem {
 pub struct Chunk<'t> {
     /// The URL of the page it was read on.
     pub url: &'t str,
-    /// `url`, normalised once for all the chunks of a page.
-    pub key: Arc<str>,
+    /// `url`, normalised once for all the chunks of a page (and kept with its reading).
+    pub key: Cow<'t, str>,
     /// The short observation ID (as receipts show it), shared by the chunks of a result.
     pub observation: &'t str,
     /// The format's own ID for the observation, when it has one (the seed's UUIDs).
@@ -511,7 +511,7 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
         return Box::new(tree.chunks.iter().zip(words).enumerate().map(
             move |(i, (chunk, words))| Chunk {
                 url,
-                key: key.clone(),
+                key: Cow::Borrowed(key),
                 observation,
                 document,
                 text: chunk.get(text),
@@ -533,7 +533,7 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk
                 let url = c.url.get(text);
                 Chunk {
                     url,
-                    key: normalise(url).into(),
+                    key: Cow::Owned(normalise(url)),
                     observation,
                     document: Some(c.observation.get(text)),
                     text: c.text.get(text),

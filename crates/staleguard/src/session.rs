@@ -354,7 +354,7 @@ pub struct Reading {
     tree: OnceLock<TreeParts>,
     words: OnceLock<Vec<Box<[u64]>>>,
     facts: OnceLock<crate::evidence::PageFacts>,
-    url_key: OnceLock<Arc<str>>,
+    url_key: OnceLock<Box<str>>,
     receipt: OnceLock<KeptReceipt>,
     scores: std::sync::Mutex<Option<(u128, Arc<[u32]>)>>,
 }
@@ -448,10 +448,7 @@ impl Reading {
         if let Some(facts) = self.facts.get() {
             bytes += facts.heap_bytes();
         }
-        bytes += self
-            .url_key
-            .get()
-            .map_or(0, |k| k.len() + 2 * size_of::<usize>());
+        bytes += self.url_key.get().map_or(0, |k| k.len());
         if let Some(r) = self.receipt.get() {
             bytes += r.tool.len() + r.text.capacity();
         }
@@ -495,13 +492,11 @@ impl Reading {
     }
 
     /// The page URL, normalised as evidence compares URLs; empty when it names none.
-    pub fn url_key(&self) -> Arc<str> {
-        self.url_key
-            .get_or_init(|| {
-                let url = self.header.as_ref().and_then(|h| h.url.as_deref());
-                crate::urlnorm::normalise(url.unwrap_or("")).into()
-            })
-            .clone()
+    pub fn url_key(&self) -> &str {
+        self.url_key.get_or_init(|| {
+            let url = self.header.as_ref().and_then(|h| h.url.as_deref());
+            crate::urlnorm::normalise(url.unwrap_or("")).into()
+        })
     }
 
     /// The collapsed form of this reading's observation, produced by `tool` with `images`

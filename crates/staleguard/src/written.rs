@@ -151,7 +151,7 @@ pub fn choose<'t>(
 struct Context<'c> {
     task: &'c Words,
     task_hash: u64,
-    furniture: &'c Furniture,
+    furniture: &'c Furniture<'c>,
 }
 
 /// A question: the user message at transcript item `item`, and `target`, the step its
@@ -166,15 +166,16 @@ struct Question {
 /// says nothing about any one page. Read from the pages before each point where quotes are
 /// chosen, so the choice depends on the transcript up to there alone.
 #[derive(Default)]
-struct Furniture {
-    first_seen: HashMap<u64, std::sync::Arc<str>, Fast>,
+struct Furniture<'t> {
+    /// The page key each text was first seen at.
+    first_seen: HashMap<u64, &'t str, Fast>,
     repeated: HashSet<u64, Fast>,
     read: usize,
 }
 
-impl Furniture {
+impl<'t> Furniture<'t> {
     /// Reads the pages of the steps before transcript item `at`.
-    fn read_until(&mut self, session: &Session<'_>, at: usize) {
+    fn read_until(&mut self, session: &'t Session<'_>, at: usize) {
         while let Some(step) = session.steps.get(self.read).filter(|s| s.item < at) {
             self.read += 1;
             if step.failed || step.reading.header.is_none() {
@@ -183,13 +184,13 @@ impl Furniture {
             let key = step.reading.url_key();
             for chunk in &step.reading.page_facts(step.text).chunks {
                 match self.first_seen.get(&chunk.hash) {
-                    // One reading's key is one `Arc`: most repeats are the same page again.
-                    Some(first) if !std::sync::Arc::ptr_eq(first, &key) && *first != key => {
+                    // Most repeats are the same reading again: one key, at one address.
+                    Some(first) if !std::ptr::eq(*first, key) && *first != key => {
                         self.repeated.insert(chunk.hash);
                     }
                     Some(_) => {}
                     None => {
-                        self.first_seen.insert(chunk.hash, key.clone());
+                        self.first_seen.insert(chunk.hash, key);
                     }
                 }
             }
@@ -752,7 +753,7 @@ fn choose_for_question<'t>(
     session: &'t Session<'t>,
     index: &Index<'t>,
     at: Question,
-    furniture: &Furniture,
+    furniture: &Furniture<'_>,
     state: &Chosen<'_>,
 ) -> Picked<'t> {
     let Question { item, target } = at;
