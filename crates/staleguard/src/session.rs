@@ -411,7 +411,7 @@ impl Reading {
     }
 
     /// Bytes this reading holds on the heap, itself included, as far as it has been read
-    /// (its parts are derived on first use): what a [`Memo`](crate::Memo) entry of it costs.
+    /// (its parts are derived on first use): what a [`Memo`] entry of it costs.
     /// Counted by capacity, so an over-allocated vector counts in full; the allocator's own
     /// bookkeeping is not counted.
     pub fn heap_bytes(&self) -> usize {
