@@ -559,24 +559,16 @@ fn is_error(result: &Value) -> bool {
 /// The text parts of a tool result, joined (shared: the guard and the archive keep it).
 pub fn result_text(result: &Value) -> std::sync::Arc<str> {
     let parts = result.get("content").and_then(Value::as_array);
-    let mut texts = parts
+    let texts: Vec<&str> = parts
         .into_iter()
         .flatten()
         .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|p| p.get("text").and_then(Value::as_str));
-    match (texts.next(), texts.next()) {
-        (None, _) => "".into(),
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
+    match texts.as_slice() {
         // One part, the common case: one copy.
-        (Some(only), None) => only.into(),
-        (Some(first), Some(second)) => {
-            let rest = texts.collect::<Vec<_>>();
-            [first, second]
-                .into_iter()
-                .chain(rest)
-                .collect::<Vec<_>>()
-                .join("\n")
-                .into()
-        }
+        [only] => (*only).into(),
+        _ => texts.join("\n").into(),
     }
 }
 

@@ -46,6 +46,16 @@ impl Layer {
             .get(at as usize)
             .map_or("", |r| r.id.get(&self.text))
     }
+
+    /// The ref at `at` and what it names.
+    fn element(&self, at: u32) -> Option<(&str, Element)> {
+        let r = self.refs().get(at as usize)?;
+        let element = Element {
+            role: CompactString::from(r.role.get(&self.text)),
+            name: CompactString::from(r.name.get(&self.text)),
+        };
+        Some((r.id.get(&self.text), element))
+    }
 }
 
 /// Where each ref of the page was last named: `(layer, position in its refs)`.
@@ -90,13 +100,9 @@ impl PageRefs {
 
     /// What ref `id` names on the page.
     pub fn get(&self, id: &str) -> Option<Element> {
-        let (layer, at) = self.find(id)?;
-        let layer = self.0.layers.get(layer as usize)?;
-        let r = layer.refs().get(at as usize)?;
-        Some(Element {
-            role: CompactString::from(r.role.get(&layer.text)),
-            name: CompactString::from(r.name.get(&layer.text)),
-        })
+        self.find(id)
+            .and_then(|at| self.element(at))
+            .map(|(_, e)| e)
     }
 
     /// Whether the page offers ref `id`.
@@ -116,15 +122,11 @@ impl PageRefs {
 
     /// Every ref of the page and what it names, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Element)> + '_ {
-        self.index().table.iter().filter_map(|&(layer, at)| {
-            let layer = self.0.layers.get(layer as usize)?;
-            let r = layer.refs().get(at as usize)?;
-            let element = Element {
-                role: CompactString::from(r.role.get(&layer.text)),
-                name: CompactString::from(r.name.get(&layer.text)),
-            };
-            Some((r.id.get(&layer.text), element))
-        })
+        self.index().table.iter().filter_map(|&at| self.element(at))
+    }
+
+    fn element(&self, (layer, at): (u32, u32)) -> Option<(&str, Element)> {
+        self.0.layers.get(layer as usize)?.element(at)
     }
 
     fn find(&self, id: &str) -> Option<(u32, u32)> {

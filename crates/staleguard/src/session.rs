@@ -203,12 +203,7 @@ impl TreeParts {
             + self.observation_id.as_ref().map_or(0, own)
             + self.read_backs.capacity() * size_of::<ReadBackPiece>()
             + read_backs.sum::<usize>()
-            + self.tab_list.capacity() * size_of::<Tab>()
-            + self
-                .tab_list
-                .iter()
-                .map(|t| t.title.capacity() + t.url.capacity())
-                .sum::<usize>()
+            + tabs_heap_bytes(&self.tab_list)
     }
 
     fn read(text: &str) -> TreeParts {
@@ -266,6 +261,12 @@ impl TreeParts {
             tab_list: Vec::new(),
         }
     }
+}
+
+/// Bytes a list of tabs holds on the heap (see [`Reading::heap_bytes`]).
+fn tabs_heap_bytes(tabs: &Vec<Tab>) -> usize {
+    let strings = tabs.iter().map(|t| t.title.capacity() + t.url.capacity());
+    tabs.capacity() * std::mem::size_of::<Tab>() + strings.sum::<usize>()
 }
 
 /// A digest of the controls and text of a page without an aria tree, for its fingerprint;
@@ -417,12 +418,6 @@ impl Reading {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let string = |s: &String| s.capacity();
-        let tabs = |t: &Vec<Tab>| {
-            t.capacity() * size_of::<Tab>()
-                + t.iter()
-                    .map(|t| t.title.capacity() + t.url.capacity())
-                    .sum::<usize>()
-        };
         let mut bytes = size_of::<Reading>() + string(&self.id);
         bytes += self.verification.capacity() * size_of::<String>();
         bytes += self.verification.iter().map(string).sum::<usize>();
@@ -433,7 +428,7 @@ impl Reading {
                 .filter_map(|s| s.as_ref())
                 .map(string)
                 .sum::<usize>();
-            bytes += tabs(&h.tabs);
+            bytes += tabs_heap_bytes(&h.tabs);
         }
         if let Some(tree) = self.tree.get() {
             bytes += tree.heap_bytes();

@@ -728,10 +728,10 @@ impl<'t> Index<'t> {
                 .header
                 .as_ref()
                 .and_then(|h| h.title.as_deref());
-            let url = xxhash_rust::xxh3::xxh3_64(step.reading.url_key().as_bytes());
             let quotable = |c: &Chunk<'_>| c.facts.quotable && Some(c.text) != title;
             for chunk in chunks_of(step).filter(quotable) {
-                if !seen.insert((url, chunk.facts.hash)) {
+                let key = xxhash_rust::xxh3::xxh3_64(chunk.key.as_bytes());
+                if !seen.insert((key, chunk.facts.hash)) {
                     continue;
                 }
                 let at = index.chunks.len();

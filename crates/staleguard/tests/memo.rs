@@ -112,15 +112,9 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
     let config = on();
     let memo = Memo::new(1 << 30);
     let mut fixtures = openai_fixtures();
-    let cdmcp = shared_fixtures().join("cdmcp-1.11.0");
-    let mut recorded: Vec<_> = std::fs::read_dir(&cdmcp)
-        .expect("cdmcp fixtures")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
-        .collect();
-    assert!(!recorded.is_empty(), "no cdmcp fixtures");
-    recorded.sort();
-    fixtures.extend(recorded);
+    fixtures.extend(support::openai_fixtures_in(
+        &shared_fixtures().join("cdmcp-1.11.0"),
+    ));
     let (mut checked, mut worst) = (0, 0.0f64);
     for path in fixtures {
         let body = read(&path);

@@ -30,16 +30,21 @@ pub fn openai_fixtures() -> Vec<PathBuf> {
         repo_fixtures().join("pwmcp-0.0.56"),
     ];
     for dir in dirs {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("fixture dir {}: {e}", dir.display()))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
-            .collect();
-        assert!(!found.is_empty(), "no OpenAI fixtures in {}", dir.display());
-        found.sort();
-        files.extend(found);
+        files.extend(openai_fixtures_in(&dir));
     }
     files
+}
+
+/// The OpenAI Chat fixtures of `dir`, sorted; at least one.
+pub fn openai_fixtures_in(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("fixture dir {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+        .collect();
+    assert!(!found.is_empty(), "no OpenAI fixtures in {}", dir.display());
+    found.sort();
+    found
 }
 
 pub fn read(path: &Path) -> String {
