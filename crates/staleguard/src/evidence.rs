@@ -497,53 +497,96 @@ pub fn gather<'t>(session: &'t Session<'t>, plan: &Plan) -> Gathered<'t> {
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
-pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> Box<dyn Iterator<Item = Chunk<'t>> + 't> {
-    let text = step.text;
-    let reading = &step.reading;
-    let observation: &str = &reading.id;
-    let tree = reading.tree(text);
-    let words = reading.chunk_words(text);
-    let facts = &reading.page_facts(text).chunks;
-    if let Some(header) = &reading.header {
-        let url = header.url.as_deref().unwrap_or("");
-        let key = reading.url_key();
-        let document = tree.observation_id.as_ref().map(|p| p.get(text));
-        return Box::new(tree.chunks.iter().zip(words).enumerate().map(
-            move |(i, (chunk, words))| Chunk {
-                url,
-                key: Cow::Borrowed(key),
+pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> impl Iterator<Item = Chunk<'t>> + 't {
+    let page = PageChunks::of(step);
+    (0..page.len()).filter_map(move |i| page.get(i))
+}
+
+/// The chunks of one browser result, each built when asked for: most of a collapsed page's
+/// chunks score too little to be looked at on a later turn.
+pub(crate) struct PageChunks<'t> {
+    step: &'t Step<'t>,
+    tree: &'t crate::session::TreeParts,
+    words: &'t [Box<[u64]>],
+    facts: &'t [ChunkFacts],
+}
+
+impl<'t> PageChunks<'t> {
+    pub(crate) fn of(step: &'t Step<'t>) -> PageChunks<'t> {
+        let reading = &step.reading;
+        PageChunks {
+            step,
+            tree: reading.tree(step.text),
+            words: reading.chunk_words(step.text),
+            facts: &reading.page_facts(step.text).chunks,
+        }
+    }
+
+    /// How many chunks it has: the tree's on a page, else the read-backs'.
+    pub(crate) fn len(&self) -> usize {
+        let first = self.tree.chunks.len();
+        let n = if self.step.reading.header.is_some() {
+            first
+        } else {
+            self.tree.read_backs.len()
+        };
+        n.min(self.words.len().saturating_sub(self.skipped()))
+    }
+
+    /// The words of read-backs follow the tree's chunks.
+    fn skipped(&self) -> usize {
+        match self.step.reading.header {
+            Some(_) => 0,
+            None => self.tree.chunks.len(),
+        }
+    }
+
+    /// What evidence asks of chunk `i`'s text.
+    pub(crate) fn facts(&self, i: usize) -> ChunkFacts {
+        let at = self.skipped() + i;
+        self.facts.get(at).copied().unwrap_or_default()
+    }
+
+    /// The hashed words of chunk `i`.
+    pub(crate) fn words(&self, i: usize) -> &'t [u64] {
+        self.words.get(self.skipped() + i).map_or(&[], |w| w)
+    }
+
+    /// Chunk `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<Chunk<'t>> {
+        let (step, text) = (self.step, self.step.text);
+        let reading = &step.reading;
+        let words = self.words.get(self.skipped() + i)?;
+        let facts = self.facts(i);
+        let observation: &str = &reading.id;
+        if let Some(header) = &reading.header {
+            let chunk = self.tree.chunks.get(i)?;
+            return Some(Chunk {
+                url: header.url.as_deref().unwrap_or(""),
+                key: Cow::Borrowed(reading.url_key()),
                 observation,
-                document,
+                document: self.tree.observation_id.as_ref().map(|p| p.get(text)),
                 text: chunk.get(text),
                 words,
                 position: step.item,
-                candidate: tree.table_ends.contains(&i),
-                facts: facts.get(i).copied().unwrap_or_default(),
-            },
-        ));
+                candidate: self.tree.table_ends.contains(&i),
+                facts,
+            });
+        }
+        let c = self.tree.read_backs.get(i)?;
+        let url = c.url.get(text);
+        Some(Chunk {
+            url,
+            key: Cow::Owned(normalise(url)),
+            observation,
+            document: Some(c.observation.get(text)),
+            text: c.text.get(text),
+            words,
+            position: step.item,
+            candidate: false,
+            facts,
+        })
     }
-    let first = tree.chunks.len();
-    let words = words.get(first..).unwrap_or_default();
-    Box::new(
-        tree.read_backs
-            .iter()
-            .zip(words)
-            .enumerate()
-            .map(move |(i, (c, words))| {
-                let url = c.url.get(text);
-                Chunk {
-                    url,
-                    key: Cow::Owned(normalise(url)),
-                    observation,
-                    document: Some(c.observation.get(text)),
-                    text: c.text.get(text),
-                    words,
-                    position: step.item,
-                    candidate: false,
-                    facts: facts.get(first + i).copied().unwrap_or_default(),
-                }
-            }),
-    )
 }
 
 /// The result the evidence block and guidance ride on: the newest non-failed browser result

@@ -357,8 +357,14 @@ pub struct Reading {
     facts: OnceLock<crate::evidence::PageFacts>,
     url_key: OnceLock<Box<str>>,
     receipt: OnceLock<KeptReceipt>,
-    scores: std::sync::Mutex<Option<(u128, Arc<[u32]>)>>,
+    /// Chunk scores per context hash, the most recently used first.
+    scores: std::sync::Mutex<Vec<(u128, Arc<[u32]>)>>,
 }
+
+/// Contexts a reading keeps scores for: one page text recurs in a session (a page read
+/// again, a tab switched back to), each time weighed in a context of its own, and every
+/// turn weighs them all again.
+const SCORED_CONTEXTS: usize = 4;
 
 /// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
 /// on every later turn, nearly always by the same tool under the same config.
@@ -407,7 +413,7 @@ impl Reading {
             facts: OnceLock::new(),
             url_key: OnceLock::new(),
             receipt: OnceLock::new(),
-            scores: std::sync::Mutex::new(None),
+            scores: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -447,8 +453,12 @@ impl Reading {
         if let Some(r) = self.receipt.get() {
             bytes += r.tool.len() + r.text.capacity();
         }
-        if let Ok(Some((_, scores))) = self.scores.lock().as_deref() {
-            bytes += scores.len() * size_of::<u32>() + 2 * size_of::<usize>();
+        if let Ok(kept) = self.scores.lock() {
+            bytes += kept.capacity() * size_of::<(u128, Arc<[u32]>)>();
+            bytes += kept
+                .iter()
+                .map(|(_, s)| s.len() * size_of::<u32>() + 2 * size_of::<usize>())
+                .sum::<usize>();
         }
         bytes
     }
@@ -467,21 +477,22 @@ impl Reading {
         })
     }
 
-    /// The evidence score of every chunk in the context whose hash is `context`: the one
-    /// kept for the last context it was asked in (a page is weighed in the same context on
-    /// every later turn), else `score`'s, kept from now on.
+    /// The evidence score of every chunk in the context whose hash is `context`: kept for
+    /// the last few contexts it was asked in (a page is weighed in the same context on every
+    /// later turn), else `score`'s, kept from now on.
     pub(crate) fn scores(&self, context: u128, score: impl FnOnce() -> Vec<u32>) -> Arc<[u32]> {
-        let kept = self.scores.lock().ok().and_then(|slot| {
-            slot.as_ref()
-                .filter(|(key, _)| *key == context)
-                .map(|(_, scores)| scores.clone())
+        let kept = self.scores.lock().ok().and_then(|mut kept| {
+            let at = kept.iter().position(|(key, _)| *key == context)?;
+            kept[..=at].rotate_right(1);
+            Some(kept[0].1.clone())
         });
         if let Some(scores) = kept {
             return scores;
         }
         let scores: Arc<[u32]> = score().into();
-        if let Ok(mut slot) = self.scores.lock() {
-            *slot = Some((context, scores.clone()));
+        if let Ok(mut kept) = self.scores.lock() {
+            kept.truncate(SCORED_CONTEXTS - 1);
+            kept.insert(0, (context, scores.clone()));
         }
         scores
     }
@@ -805,6 +816,32 @@ mod tests {
             assert!(whole, "{kept:?}");
             assert_eq!(kept, fresh(tool, images, max), "{tool} {images} {max}");
         }
+    }
+
+    /// A page text that recurs in a session is weighed in a context per place: each keeps its
+    /// scores, up to a few, and the least recently asked goes first.
+    #[test]
+    fn scores_are_kept_for_the_last_few_contexts() {
+        let reading = Reading::new("### Page state\n- Page URL: http://a.test/\n");
+        let computed = std::cell::Cell::new(0);
+        let ask = |context: u128| {
+            reading.scores(context, || {
+                computed.set(computed.get() + 1);
+                vec![u32::try_from(context).unwrap_or(0)]
+            })
+        };
+        for context in [1, 2, 1, 2, 3, 4] {
+            assert_eq!(*ask(context), [context as u32]);
+        }
+        assert_eq!(computed.get(), 4, "each of four contexts scored once");
+        // A fifth context pushes out the least recently asked (1); 2 to 5 stay.
+        ask(5);
+        for context in [2, 3, 4, 5] {
+            ask(context);
+        }
+        assert_eq!(computed.get(), 5);
+        ask(1);
+        assert_eq!(computed.get(), 6);
     }
 
     #[test]

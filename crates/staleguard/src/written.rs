@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::evidence::{chunks_of, line_of, Chunk, Limits, Quote, EVIDENCE_HEADER};
+use crate::evidence::{chunks_of, line_of, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER};
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
@@ -100,7 +100,7 @@ pub fn choose<'t>(
         max_quote_bytes: limits.max_quote_bytes,
         ..Chosen::default()
     };
-    let mut task = Words::default();
+    let mut task = Task::default();
     // The task's text so far, hashed as it is read: with the model's words, the context a
     // page's scores are kept for.
     let mut task_hash = xxhash_rust::xxh3::Xxh3::new();
@@ -115,7 +115,7 @@ pub fn choose<'t>(
                 text,
             } = item
             {
-                task.add(text);
+                task.texts.push(text);
                 task_hash.update(text.as_bytes());
                 task_hash.update(&[0]);
             }
@@ -126,18 +126,21 @@ pub fn choose<'t>(
             Event::Collapse { step, next, until } => {
                 let page = Page { step, next, until };
                 let context = Context {
-                    task: &task,
                     task_hash: task_hash.digest(),
                     furniture: &furniture,
                 };
-                let chosen = choose_for_page(transcript, session, page, context, &state);
+                let chosen = choose_for_page(transcript, session, page, context, &mut task, &state);
                 state.add(chosen, Block::Inside(session.steps[step].item), limits);
             }
             Event::Question { item, target } => {
-                let index = index.get_or_insert_with(|| Index::of(session, plan));
-                let at = Question { item, target };
+                let (asked, index) = index.get_or_insert_with(|| {
+                    let asked = Asked::of(transcript, &events);
+                    let index = Index::of(session, plan, &asked.all);
+                    (asked, index)
+                });
+                let question = asked.by_item.get(&item).unwrap_or(&asked.none);
                 let chosen =
-                    choose_for_question(transcript, session, index, at, &furniture, &state);
+                    choose_for_question(session, index, target, question, &furniture, &state);
                 state.add(chosen, Block::Appended(session.steps[target].item), limits);
             }
         }
@@ -149,17 +152,27 @@ pub fn choose<'t>(
 /// page of the site repeats.
 #[derive(Clone, Copy)]
 struct Context<'c> {
-    task: &'c Words,
     task_hash: u64,
     furniture: &'c Furniture<'c>,
 }
 
-/// A question: the user message at transcript item `item`, and `target`, the step its
-/// quotes go after.
-#[derive(Clone, Copy)]
-struct Question {
-    item: usize,
-    target: usize,
+/// The user's messages so far, whose words are read only when a page's scores are not
+/// kept: on a later turn every page's are.
+#[derive(Default)]
+struct Task<'t> {
+    texts: Vec<&'t str>,
+    words: Words,
+    read: usize,
+}
+
+impl Task<'_> {
+    fn words(&mut self) -> &Words {
+        for text in self.texts.get(self.read..).unwrap_or_default() {
+            self.words.add(text);
+        }
+        self.read = self.texts.len();
+        &self.words
+    }
 }
 
 /// Text that pages at more than one URL showed (navigation, footers, the site's name): it
@@ -238,6 +251,10 @@ impl Words {
 /// A whitespace-free piece of text up to the URL in it, if any (`{"url":"http://a/b"}`
 /// keeps `{"url":"`).
 fn before_url(piece: &str) -> &str {
+    // Most pieces hold no colon; a substring search costs a searcher's set-up per piece.
+    if !piece.as_bytes().contains(&b':') {
+        return piece;
+    }
     match piece.find("://") {
         Some(at) => {
             let scheme = piece[..at]
@@ -574,9 +591,9 @@ fn choose_for_page<'t>(
     session: &'t Session<'t>,
     at: Page,
     context: Context<'_>,
+    task: &mut Task<'_>,
     state: &Chosen<'_>,
 ) -> Picked<'t> {
-    let task = context.task;
     let page = &session.steps[at.step];
     let header = page.reading.header.as_ref();
     if is_error_page(header.and_then(|h| h.url.as_deref())) {
@@ -591,13 +608,17 @@ fn choose_for_page<'t>(
         | u128::from(model_hash(transcript, page.item, at.until));
     let scores = page.reading.scores(context_key, || {
         let model = model_words(transcript, page.item, at.until);
-        page_scores(page, task, &model)
+        page_scores(page, task.words(), &model)
     });
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
-    let mut chunks: Vec<(Chunk<'t>, u32)> = chunks_of(page)
-        .zip(scores.iter().copied())
-        .filter(|(c, s)| *s >= MIN_PAGE_SCORE && c.facts.quotable && c.text != title)
+    let all = PageChunks::of(page);
+    let mut chunks: Vec<(Chunk<'t>, u32)> = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s >= MIN_PAGE_SCORE)
+        .filter_map(|(i, s)| Some((all.get(i)?, *s)))
+        .filter(|(c, _)| c.facts.quotable && c.text != title)
         .filter(|(c, _)| !context.furniture.has(c))
         .collect();
     if let (Some(next), false) = (next, chunks.is_empty()) {
@@ -696,15 +717,44 @@ struct Page {
     until: usize,
 }
 
-/// Where each word occurs among the chunks of the collapsed pages: a question's candidates
-/// are found by its words, not by reading every page again for every question.
+/// Where each asked word occurs among the chunks of the collapsed pages: a question's
+/// candidates are found by its words, not by reading every page again for every question.
 struct Index<'t> {
     chunks: Vec<(usize, Chunk<'t>)>,
     postings: HashMap<u64, Vec<usize>, Fast>,
 }
 
+/// The words of the request's questions, each question's and all of them: the only words
+/// the index is looked up by.
+struct Asked {
+    by_item: HashMap<usize, Words, Fast>,
+    all: HashSet<u64, Fast>,
+    none: Words,
+}
+
+impl Asked {
+    fn of(transcript: &Transcript<'_>, events: &Events) -> Asked {
+        let mut asked = Asked {
+            by_item: HashMap::default(),
+            all: HashSet::default(),
+            none: Words::default(),
+        };
+        for event in &events.order {
+            if let Event::Question { item, .. } = *event {
+                if let Some(Item::Text { text, .. }) = transcript.items.get(item) {
+                    let words = Words::of(text);
+                    asked.all.extend(words.0.keys().copied());
+                    asked.by_item.insert(item, words);
+                }
+            }
+        }
+        asked
+    }
+}
+
 impl<'t> Index<'t> {
-    fn of(session: &'t Session<'t>, plan: &Plan) -> Index<'t> {
+    /// The quotable chunks of every collapsed page, by the `asked` words they hold.
+    fn of(session: &'t Session<'t>, plan: &Plan, asked: &HashSet<u64, Fast>) -> Index<'t> {
         let mut index = Index {
             chunks: Vec::new(),
             postings: HashMap::default(),
@@ -728,14 +778,30 @@ impl<'t> Index<'t> {
                 .header
                 .as_ref()
                 .and_then(|h| h.title.as_deref());
-            let quotable = |c: &Chunk<'_>| c.facts.quotable && Some(c.text) != title;
-            for chunk in chunks_of(step).filter(quotable) {
-                let key = xxhash_rust::xxh3::xxh3_64(chunk.key.as_bytes());
+            // Chunks carry their step's page key: hashed once per step, not per chunk.
+            let step_key = step.reading.url_key();
+            let step_hash = xxhash_rust::xxh3::xxh3_64(step_key.as_bytes());
+            let page = PageChunks::of(step);
+            for c in 0..page.len() {
+                // Only chunks holding an asked word are ever looked up; their text decides
+                // their words, so a repeated text is skipped alike.
+                let asks = |w: &&u64| asked.contains(*w);
+                if !page.facts(c).quotable || !page.words(c).iter().any(|w| asks(&w)) {
+                    continue;
+                }
+                let Some(chunk) = page.get(c).filter(|c| Some(c.text) != title) else {
+                    continue;
+                };
+                let key = if *chunk.key == *step_key {
+                    step_hash
+                } else {
+                    xxhash_rust::xxh3::xxh3_64(chunk.key.as_bytes())
+                };
                 if !seen.insert((key, chunk.facts.hash)) {
                     continue;
                 }
                 let at = index.chunks.len();
-                for &w in chunk.words {
+                for &w in chunk.words.iter().filter(asks) {
                     index.postings.entry(w).or_default().push(at);
                 }
                 index.chunks.push((i, chunk));
@@ -745,35 +811,28 @@ impl<'t> Index<'t> {
     }
 }
 
-/// The quotes that answer the user message at transcript item `item`: chunks of pages
-/// collapsed before `target` that share its rare words, and that the request does not carry
-/// yet.
+/// The quotes that answer a user message, whose words are `question`: chunks of pages
+/// collapsed before step `target` that share its rare words, and that the request does not
+/// carry yet.
 fn choose_for_question<'t>(
-    transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
     index: &Index<'t>,
-    at: Question,
+    target: usize,
+    question: &Words,
     furniture: &Furniture<'_>,
     state: &Chosen<'_>,
 ) -> Picked<'t> {
-    let Question { item, target } = at;
-    let Some(Item::Text { text, .. }) = transcript.items.get(item) else {
-        return Picked::none();
-    };
-    let question = Words::of(text);
-    let target_step = &session.steps[target];
-    let live = shown_on(target_step);
     let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
     // Each word of the question, with the candidate chunks that hold it.
     let mut scores: HashMap<usize, u32, Fast> = HashMap::default();
     for (&w, &digit) in &question.0 {
-        let postings: Vec<usize> = index
+        // Chunks are indexed in step order: those before `target` are a prefix.
+        let postings: &[usize] = index
             .postings
             .get(&w)
-            .map(|p| p.iter().copied().filter(before).collect())
-            .unwrap_or_default();
+            .map_or(&[], |p| &p[..p.partition_point(before)]);
         if postings.len() <= RARE_MAX_CHUNKS {
-            for at in postings {
+            for &at in postings {
                 *scores.entry(at).or_default() += if digit { 6 } else { 2 };
             }
             continue;
@@ -789,11 +848,15 @@ fn choose_for_question<'t>(
                         == Some(w)
                 })
             };
-            for at in postings.into_iter().filter(defines) {
-                *scores.entry(at).or_default() += DEFINES;
+            for at in postings.iter().filter(|at| defines(at)) {
+                *scores.entry(*at).or_default() += DEFINES;
             }
         }
     }
+    if scores.is_empty() {
+        return Picked::none();
+    }
+    let live = shown_on(&session.steps[target]);
     let candidates: Vec<Chunk<'t>> = scores
         .keys()
         .filter_map(|&at| index.chunks.get(at))
