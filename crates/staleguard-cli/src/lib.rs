@@ -2,13 +2,14 @@
 //! code. The binary is a call of it, and so is the console script of the Python wheel
 //! (`bindings/python`), so both run the same code and behave the same.
 
+mod body;
 pub mod inspect;
 mod mcp;
 mod proxy;
 mod replay;
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
@@ -209,11 +210,11 @@ fn proposed_call(call: &str) -> Result<(String, String), Failure> {
 }
 
 /// Reads the body and config; compaction is on for these commands.
-fn load(args: &InputArgs) -> Result<(String, RequestFormat, Config), Failure> {
+fn load(args: &InputArgs) -> Result<(body::Body, RequestFormat, Config), Failure> {
     let format: RequestFormat = args.format.parse()?;
     let mut config = load_config(args.config.as_deref())?.config;
     config.browser_history_compaction = true;
-    let body = read_input(args.input.as_deref())?;
+    let body = body::read_body(args.input.as_deref())?;
     Ok((body, format, config))
 }
 
@@ -296,24 +297,6 @@ fn read_file(path: &Path) -> Result<String, Failure> {
             e.utf8_error().valid_up_to()
         ))
     })
-}
-
-fn read_input(path: Option<&Path>) -> Result<String, Failure> {
-    match path {
-        Some(p) if p != Path::new("-") => read_file(p),
-        _ => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| Failure::Message(format!("cannot read standard input: {e}")))?;
-            String::from_utf8(bytes).map_err(|e| {
-                Failure::Message(format!(
-                    "standard input is not UTF-8 (byte {})",
-                    e.utf8_error().valid_up_to()
-                ))
-            })
-        }
-    }
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {

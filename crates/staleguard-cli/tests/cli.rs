@@ -69,6 +69,35 @@ fn project_file_and_stdin_agree_and_keep_messages() {
     assert!(stdout(&from_file).contains("[staleguard receipt]"));
 }
 
+/// Files of a MiB and more are mapped instead of read: the same projection as from
+/// standard input, and the same clear error for bytes that are not UTF-8.
+#[test]
+fn a_large_file_projects_as_standard_input_does() {
+    let dir = std::env::temp_dir().join(format!("staleguard-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = std::fs::read_to_string(fixture("pwmcp-0.0.41/long_page.openai.json")).unwrap();
+    let mut request: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // Padding in a field projection leaves alone takes the file past the mapping threshold.
+    request["metadata"] = serde_json::json!({ "padding": "x".repeat(1 << 20) });
+    let large = serde_json::to_string(&request).unwrap();
+    let path = dir.join("large.json");
+    std::fs::write(&path, &large).unwrap();
+    let from_file = run(&["project", path.to_str().unwrap()], None);
+    assert!(from_file.status.success(), "{}", stderr(&from_file));
+    let from_stdin = run(&["project"], Some(&large));
+    assert_eq!(from_file.stdout, from_stdin.stdout);
+    assert!(stdout(&from_file).contains("[staleguard receipt]"));
+
+    let mut bad = large.into_bytes();
+    let at = bad.len() - 3;
+    bad[at] = 0xff;
+    std::fs::write(&path, &bad).unwrap();
+    let out = run(&["project", path.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let expected = format!("large.json is not UTF-8 (byte {at})");
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}
 #[test]
 fn inspect_table_and_json() {
     let path = fixture("pwmcp-0.0.41/long_page.openai.json");
