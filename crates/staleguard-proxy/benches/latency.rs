@@ -113,9 +113,10 @@ async fn throughput(
 }
 
 /// `-- --profile-warm`: only what the warm proxy computes, in this process, for a profiler:
-/// every turn of the distinct-pages request projected with one memo; prints the times.
+/// every turn of the distinct-pages request (`-- --profile-warm repeated`: of the repeated
+/// sessions) projected with one memo; prints the times.
 fn profile_warm() {
-    let body = request(true);
+    let body = request(!std::env::args().any(|a| a == "repeated"));
     let memo = staleguard::Memo::new(staleguard::memo::DEFAULT_MEMO_BYTES);
     let turns: Vec<String> = (0..ROUNDS).map(|r| turn(&body, r)).collect();
     let options = || staleguard::Options {

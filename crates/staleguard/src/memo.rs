@@ -17,7 +17,8 @@ use quick_cache::Weighter;
 
 use crate::session::{Depth, Reading};
 
-/// The default bound: 256 MiB of derived data, the readings of at least 32 MB of results.
+/// The default bound: 256 MiB of derived data, the readings of at least 30 MB of results and
+/// their evidence scores.
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes a reading may hold once every part of it is read (tree, chunk words and facts,
@@ -40,6 +41,26 @@ pub const BYTES_PER_TEXT_BYTE: u64 = 8;
 #[derive(Clone)]
 struct ByBytes;
 
+/// Evidence scores of a page in one context, by the page's content key and the context's.
+type ScoresKey = (u128, u128);
+
+#[derive(Clone)]
+struct ScoreBytes;
+
+impl Weighter<ScoresKey, Arc<[u32]>> for ScoreBytes {
+    fn weight(&self, _key: &ScoresKey, scores: &Arc<[u32]>) -> u64 {
+        SCORES_ENTRY_BYTES + 4 * scores.len() as u64
+    }
+}
+
+/// Bytes of a kept list of scores besides its own: its key, the shared pointer's counts
+/// and the cache's entry.
+const SCORES_ENTRY_BYTES: u64 = 96;
+
+/// The share of the memo's bound that scores may take: a page text that recurs in a
+/// session is weighed in a context per place, more contexts than a reading keeps.
+const SCORES_SHARE: usize = 16;
+
 impl Weighter<u128, Arc<Reading>> for ByBytes {
     fn weight(&self, _key: &u128, reading: &Arc<Reading>) -> u64 {
         weight_of(reading.bytes)
@@ -49,6 +70,8 @@ impl Weighter<u128, Arc<Reading>> for ByBytes {
 /// A bounded, content-addressed memo of [`Reading`]s, shared by the requests of a host.
 pub struct Memo {
     cache: Cache<u128, Arc<Reading>, ByBytes>,
+    /// Evidence scores per page and context, within a sixteenth of the bound.
+    scores: Cache<ScoresKey, Arc<[u32]>, ScoreBytes>,
     max_bytes: usize,
     /// Seeds the content hash: page text cannot be crafted to collide with another result's
     /// without knowing it.
@@ -71,8 +94,11 @@ impl Memo {
         // quick_cache sizes its table from an estimate of the entry count: results are
         // rarely under 1 KB.
         let items = (max_bytes / 4096).clamp(16, 1 << 20);
+        let scores_bytes = max_bytes / SCORES_SHARE;
+        let scores_items = (scores_bytes / 512).clamp(16, 1 << 20);
         Memo {
-            cache: Cache::with_weighter(items, max_bytes as u64, ByBytes),
+            cache: Cache::with_weighter(items, (max_bytes - scores_bytes) as u64, ByBytes),
+            scores: Cache::with_weighter(scores_items, scores_bytes as u64, ScoreBytes),
             max_bytes,
             seed: random_seed(),
         }
@@ -99,6 +125,24 @@ impl Memo {
         reading
     }
 
+    /// The evidence scores of the page whose key is `key` in the context whose hash is
+    /// `context`, `len` of them: the ones kept, or `score`'s, kept from now on.
+    pub(crate) fn scores(
+        &self,
+        key: u128,
+        context: u128,
+        len: usize,
+        score: impl FnOnce() -> Arc<[u32]>,
+    ) -> Arc<[u32]> {
+        let at = (key, context);
+        if let Some(found) = self.scores.get(&at).filter(|s| s.len() == len) {
+            return found;
+        }
+        let scores = score();
+        self.scores.insert(at, scores.clone());
+        scores
+    }
+
     /// The seed of [`key`](Self::key).
     pub fn seed(&self) -> u64 {
         self.seed
@@ -116,7 +160,7 @@ impl Memo {
 
     /// Estimated bytes kept, never more than the bound.
     pub fn weight(&self) -> u64 {
-        self.cache.weight()
+        self.cache.weight() + self.scores.weight()
     }
 }
 
@@ -135,4 +179,36 @@ pub(crate) fn content_key(text: &str, seed: u64) -> u128 {
 pub(crate) fn random_seed() -> u64 {
     use std::hash::BuildHasher;
     std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    use super::Memo;
+
+    /// A page weighed in more contexts than its reading keeps (the same page text at forty
+    /// places of a session) is scored once per context: later requests find every one.
+    #[test]
+    fn scores_are_kept_per_page_and_context() {
+        let memo = Memo::new(1 << 20);
+        let computed = Cell::new(0);
+        let ask = |context: u128, len: usize| {
+            memo.scores(7, context, len, || {
+                computed.set(computed.get() + 1);
+                Arc::from(vec![context as u32; len])
+            })
+        };
+        for _ in 0..2 {
+            for context in 0..40 {
+                assert_eq!(*ask(context, 3), [context as u32; 3]);
+            }
+        }
+        assert_eq!(computed.get(), 40);
+        // Scores of another length are another page's, whatever the key says.
+        assert_eq!(ask(0, 4).len(), 4);
+        assert_eq!(computed.get(), 41);
+        assert!(memo.weight() > 0);
+    }
 }

@@ -122,7 +122,7 @@ pub fn project(
     }
     let mut evidence = EvidenceReport::default();
     if config.evidence_on() {
-        evidence = add_written_evidence(&request, &session, &mut report, config);
+        evidence = add_written_evidence(&request, &session, &mut report, config, options.memo);
     }
     if let (false, true, Some(target)) = (options.explicit.is_empty(), config.evidence_on(), target)
     {
@@ -216,13 +216,14 @@ fn add_written_evidence(
     session: &Session<'_>,
     plan: &mut Plan,
     config: &Config,
+    memo: Option<&Memo>,
 ) -> EvidenceReport {
     let limits = evidence::Limits {
         max_bytes: config.evidence_max_bytes,
         max_items: config.evidence_max_items,
         max_quote_bytes: config.evidence_max_quote_bytes,
     };
-    let chosen = crate::written::choose(request.transcript(), session, plan, limits);
+    let chosen = crate::written::choose(request.transcript(), session, plan, limits, memo);
     // Under a budget the newest quotes go first, whole, until the request fits; the older
     // ones are in the provider's cache already.
     let mut keep = chosen.len();

@@ -480,7 +480,7 @@ impl Reading {
     /// The evidence score of every chunk in the context whose hash is `context`: kept for
     /// the last few contexts it was asked in (a page is weighed in the same context on every
     /// later turn), else `score`'s, kept from now on.
-    pub(crate) fn scores(&self, context: u128, score: impl FnOnce() -> Vec<u32>) -> Arc<[u32]> {
+    pub(crate) fn scores(&self, context: u128, score: impl FnOnce() -> Arc<[u32]>) -> Arc<[u32]> {
         let kept = self.scores.lock().ok().and_then(|mut kept| {
             let at = kept.iter().position(|(key, _)| *key == context)?;
             kept[..=at].rotate_right(1);
@@ -489,7 +489,7 @@ impl Reading {
         if let Some(scores) = kept {
             return scores;
         }
-        let scores: Arc<[u32]> = score().into();
+        let scores = score();
         if let Ok(mut kept) = self.scores.lock() {
             kept.truncate(SCORED_CONTEXTS - 1);
             kept.insert(0, (context, scores.clone()));
@@ -593,6 +593,8 @@ pub struct Step<'t> {
     pub failed: bool,
     /// What the text says, read once (and shared with identical texts and the memo).
     pub reading: Arc<Reading>,
+    /// The text's content key: a seeded 128-bit hash of its bytes (the memo's, with one).
+    pub key: u128,
 }
 
 impl Step<'_> {
@@ -697,6 +699,7 @@ impl<'t> Session<'t> {
                         appendix: result.appendix,
                         failed: result.is_error || reading.failed,
                         reading,
+                        key,
                     });
                 }
                 _ => {}
@@ -827,7 +830,7 @@ mod tests {
         let ask = |context: u128| {
             reading.scores(context, || {
                 computed.set(computed.get() + 1);
-                vec![u32::try_from(context).unwrap_or(0)]
+                vec![u32::try_from(context).unwrap_or(0)].into()
             })
         };
         for context in [1, 2, 1, 2, 3, 4] {

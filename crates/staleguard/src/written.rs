@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::evidence::{chunks_of, line_of, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER};
+use crate::memo::Memo;
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
@@ -88,12 +89,14 @@ enum Block {
     Appended(usize),
 }
 
-/// Chooses the quotes of every collapsed observation and follow-up question of `session`.
+/// Chooses the quotes of every collapsed observation and follow-up question of `session`;
+/// a `memo` keeps each page's scores across requests.
 pub fn choose<'t>(
     transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
     plan: &Plan,
     limits: Limits,
+    memo: Option<&Memo>,
 ) -> Chosen<'t> {
     let events = Events::of(transcript, session, plan);
     let mut state = Chosen {
@@ -128,6 +131,7 @@ pub fn choose<'t>(
                 let context = Context {
                     task_hash: task_hash.digest(),
                     furniture: &furniture,
+                    memo,
                 };
                 let chosen = choose_for_page(transcript, session, page, context, &mut task, &state);
                 state.add(chosen, Block::Inside(session.steps[step].item), limits);
@@ -154,6 +158,8 @@ pub fn choose<'t>(
 struct Context<'c> {
     task_hash: u64,
     furniture: &'c Furniture<'c>,
+    /// Keeps each page's scores per context across requests, beyond what its reading keeps.
+    memo: Option<&'c Memo>,
 }
 
 /// The user's messages so far, whose words are read only when a page's scores are not
@@ -606,13 +612,17 @@ fn choose_for_page<'t>(
     }
     let context_key = (u128::from(context.task_hash) << 64)
         | u128::from(model_hash(transcript, page.item, at.until));
-    let scores = page.reading.scores(context_key, || {
+    let all = PageChunks::of(page);
+    let mut score = || -> std::sync::Arc<[u32]> {
         let model = model_words(transcript, page.item, at.until);
-        page_scores(page, task.words(), &model)
+        page_scores(page, task.words(), &model).into()
+    };
+    let scores = page.reading.scores(context_key, || match context.memo {
+        Some(memo) => memo.scores(page.key, context_key, all.len(), score),
+        None => score(),
     });
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
-    let all = PageChunks::of(page);
     let mut chunks: Vec<(Chunk<'t>, u32)> = scores
         .iter()
         .enumerate()
