@@ -22,7 +22,7 @@ use crate::session::{Depth, Reading};
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes a reading may hold once every part of it is read (tree, chunk words and facts,
-/// receipt, scores), bounded from above: a tree line gives a canonical node (32 bytes), a
+/// receipt), bounded from above: a tree line gives a canonical node (32 bytes), a
 /// ref (72), a chunk (24), its word hashes and their counts, and the lines of Chrome DevTools
 /// MCP trees are short (26 bytes on a recorded long page, which holds 7.1 times its text).
 /// Estimated up front, because a cache entry may not change its weight; a test holds every
@@ -57,8 +57,9 @@ impl Weighter<ScoresKey, Arc<[u32]>> for ScoreBytes {
 /// and the cache's entry.
 const SCORES_ENTRY_BYTES: u64 = 96;
 
-/// The share of the memo's bound that scores may take: a page text that recurs in a
-/// session is weighed in a context per place, more contexts than a reading keeps.
+/// The share of the memo's bound that scores may take. A page is weighed in the same
+/// context on every later turn; a page text that recurs in a session is weighed in a
+/// context per place.
 const SCORES_SHARE: usize = 16;
 
 impl Weighter<u128, Arc<Reading>> for ByBytes {

@@ -357,14 +357,7 @@ pub struct Reading {
     facts: OnceLock<crate::evidence::PageFacts>,
     url_key: OnceLock<Box<str>>,
     receipt: OnceLock<KeptReceipt>,
-    /// Chunk scores per context hash, the most recently used first.
-    scores: std::sync::Mutex<Vec<(u128, Arc<[u32]>)>>,
 }
-
-/// Contexts a reading keeps scores for: one page text recurs in a session (a page read
-/// again, a tab switched back to), each time weighed in a context of its own, and every
-/// turn weighs them all again.
-const SCORED_CONTEXTS: usize = 4;
 
 /// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
 /// on every later turn, nearly always by the same tool under the same config.
@@ -413,7 +406,6 @@ impl Reading {
             facts: OnceLock::new(),
             url_key: OnceLock::new(),
             receipt: OnceLock::new(),
-            scores: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -453,13 +445,6 @@ impl Reading {
         if let Some(r) = self.receipt.get() {
             bytes += r.tool.len() + r.text.capacity();
         }
-        if let Ok(kept) = self.scores.lock() {
-            bytes += kept.capacity() * size_of::<(u128, Arc<[u32]>)>();
-            bytes += kept
-                .iter()
-                .map(|(_, s)| s.len() * size_of::<u32>() + 2 * size_of::<usize>())
-                .sum::<usize>();
-        }
         bytes
     }
 
@@ -475,26 +460,6 @@ impl Reading {
                 .map(|c| c.get(text));
             crate::evidence::PageFacts::of(texts, self.chunk_words(text))
         })
-    }
-
-    /// The evidence score of every chunk in the context whose hash is `context`: kept for
-    /// the last few contexts it was asked in (a page is weighed in the same context on every
-    /// later turn), else `score`'s, kept from now on.
-    pub(crate) fn scores(&self, context: u128, score: impl FnOnce() -> Arc<[u32]>) -> Arc<[u32]> {
-        let kept = self.scores.lock().ok().and_then(|mut kept| {
-            let at = kept.iter().position(|(key, _)| *key == context)?;
-            kept[..=at].rotate_right(1);
-            Some(kept[0].1.clone())
-        });
-        if let Some(scores) = kept {
-            return scores;
-        }
-        let scores = score();
-        if let Ok(mut kept) = self.scores.lock() {
-            kept.truncate(SCORED_CONTEXTS - 1);
-            kept.insert(0, (context, scores.clone()));
-        }
-        scores
     }
 
     /// The page URL, normalised as evidence compares URLs; empty when it names none.
@@ -819,32 +784,6 @@ mod tests {
             assert!(whole, "{kept:?}");
             assert_eq!(kept, fresh(tool, images, max), "{tool} {images} {max}");
         }
-    }
-
-    /// A page text that recurs in a session is weighed in a context per place: each keeps its
-    /// scores, up to a few, and the least recently asked goes first.
-    #[test]
-    fn scores_are_kept_for_the_last_few_contexts() {
-        let reading = Reading::new("### Page state\n- Page URL: http://a.test/\n");
-        let computed = std::cell::Cell::new(0);
-        let ask = |context: u128| {
-            reading.scores(context, || {
-                computed.set(computed.get() + 1);
-                vec![u32::try_from(context).unwrap_or(0)].into()
-            })
-        };
-        for context in [1, 2, 1, 2, 3, 4] {
-            assert_eq!(*ask(context), [context as u32]);
-        }
-        assert_eq!(computed.get(), 4, "each of four contexts scored once");
-        // A fifth context pushes out the least recently asked (1); 2 to 5 stay.
-        ask(5);
-        for context in [2, 3, 4, 5] {
-            ask(context);
-        }
-        assert_eq!(computed.get(), 5);
-        ask(1);
-        assert_eq!(computed.get(), 6);
     }
 
     #[test]

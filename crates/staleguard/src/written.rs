@@ -158,7 +158,7 @@ pub fn choose<'t>(
 struct Context<'c> {
     task_hash: u64,
     furniture: &'c Furniture<'c>,
-    /// Keeps each page's scores per context across requests, beyond what its reading keeps.
+    /// Keeps each page's scores per context across requests.
     memo: Option<&'c Memo>,
 }
 
@@ -617,10 +617,10 @@ fn choose_for_page<'t>(
         let model = model_words(transcript, page.item, at.until);
         page_scores(page, task.words(), &model).into()
     };
-    let scores = page.reading.scores(context_key, || match context.memo {
+    let scores = match context.memo {
         Some(memo) => memo.scores(page.key, context_key, all.len(), score),
         None => score(),
-    });
+    };
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
     let mut chunks: Vec<(Chunk<'t>, u32)> = scores

@@ -105,8 +105,9 @@ fn a_memo_too_small_for_the_session_still_answers_the_same() {
 }
 
 /// The memo's bound holds what it keeps: every reading of every recorded result, as the
-/// requests of its session left it in the memo (tree, chunk words, facts, receipt and
-/// scores read), holds no more heap than the weight the memo counts for it.
+/// requests of its session left it in the memo (tree, chunk words, facts and receipt
+/// read), holds no more heap than the weight the memo counts for it. Scores are kept
+/// beside readings, within their own share of the bound.
 #[test]
 fn a_kept_reading_holds_no_more_than_its_weight() {
     let config = on();
