@@ -791,11 +791,30 @@ impl<'t> Index<'t> {
             // Chunks carry their step's page key: hashed once per step, not per chunk.
             let step_key = step.reading.url_key();
             let step_hash = xxhash_rust::xxh3::xxh3_64(step_key.as_bytes());
+            // The asked words this page's quotable chunks hold: few, so each chunk's words
+            // are matched against a short list instead of the request's whole set.
+            let frequency = &step.reading.page_facts(step.text).frequency;
+            let hits: Vec<u64> = if asked.len() <= frequency.len() {
+                asked
+                    .iter()
+                    .copied()
+                    .filter(|w| frequency.contains_key(w))
+                    .collect()
+            } else {
+                frequency
+                    .keys()
+                    .copied()
+                    .filter(|w| asked.contains(w))
+                    .collect()
+            };
+            if hits.is_empty() {
+                continue;
+            }
             let page = PageChunks::of(step);
             for c in 0..page.len() {
                 // Only chunks holding an asked word are ever looked up; their text decides
                 // their words, so a repeated text is skipped alike.
-                let asks = |w: &&u64| asked.contains(*w);
+                let asks = |w: &&u64| hits.contains(*w);
                 if !page.facts(c).quotable || !page.words(c).iter().any(|w| asks(&w)) {
                     continue;
                 }
