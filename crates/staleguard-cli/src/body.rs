@@ -40,33 +40,44 @@ pub(crate) fn read_body(path: Option<&Path>) -> Result<Body, Failure> {
             std::io::stdin()
                 .read_to_end(&mut bytes)
                 .map_err(|e| Failure::Message(format!("cannot read standard input: {e}")))?;
-            String::from_utf8(bytes).map(Body::Read).map_err(|e| {
-                Failure::Message(format!(
-                    "standard input is not UTF-8 (byte {})",
-                    e.utf8_error().valid_up_to()
-                ))
-            })
+            text_of(bytes, "standard input").map(Body::Read)
         }
     }
 }
 
+/// The text of the file at `path` (a config, evidence items, a recording), read whole.
+pub(crate) fn read_file(path: &Path) -> Result<String, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| cannot_read(path, e))?;
+    text_of(bytes, path.display())
+}
+
 fn read_path(path: &Path) -> Result<Body, Failure> {
-    let cannot =
-        |e: std::io::Error| Failure::Message(format!("cannot read {}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
+    let mut file = std::fs::File::open(path).map_err(|e| cannot_read(path, e))?;
+    let meta = file.metadata().map_err(|e| cannot_read(path, e))?;
     if !meta.is_file() || meta.len() < MAP_FROM_BYTES {
-        return crate::read_file(path).map(Body::Read);
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| cannot_read(path, e))?;
+        return text_of(bytes, path.display()).map(Body::Read);
     }
     // SAFETY: the map is read-only and checked as UTF-8 before it is used as text; see
     // `Deref` for a file changed while mapped.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(cannot)?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| cannot_read(path, e))?;
     match std::str::from_utf8(&map) {
         Ok(_) => Ok(Body::Mapped(map)),
-        Err(e) => Err(Failure::Message(format!(
-            "{} is not UTF-8 (byte {})",
-            path.display(),
-            e.valid_up_to()
-        ))),
+        Err(e) => Err(not_utf8(path.display(), e)),
     }
+}
+
+fn cannot_read(path: &Path, e: std::io::Error) -> Failure {
+    Failure::Message(format!("cannot read {}: {e}", path.display()))
+}
+
+/// `bytes` as text, or the error that names `what` and the first byte that is not UTF-8.
+fn text_of(bytes: Vec<u8>, what: impl std::fmt::Display) -> Result<String, Failure> {
+    String::from_utf8(bytes).map_err(|e| not_utf8(what, e.utf8_error()))
+}
+
+fn not_utf8(what: impl std::fmt::Display, e: std::str::Utf8Error) -> Failure {
+    Failure::Message(format!("{what} is not UTF-8 (byte {})", e.valid_up_to()))
 }

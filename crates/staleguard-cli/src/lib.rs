@@ -3,6 +3,7 @@
 //! (`bindings/python`), so both run the same code and behave the same.
 
 mod body;
+use body::read_file;
 pub mod inspect;
 mod mcp;
 mod proxy;
@@ -284,18 +285,6 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Settings, Failure> {
         config,
         proxy: proxy.unwrap_or_default(),
         mcp: mcp.unwrap_or_default(),
-    })
-}
-
-fn read_file(path: &Path) -> Result<String, Failure> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Failure::Message(format!("cannot read {}: {e}", path.display())))?;
-    String::from_utf8(bytes).map_err(|e| {
-        Failure::Message(format!(
-            "{} is not UTF-8 (byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
     })
 }
 

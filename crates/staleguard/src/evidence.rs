@@ -509,54 +509,52 @@ pub(crate) struct PageChunks<'t> {
     tree: &'t crate::session::TreeParts,
     words: &'t [Box<[u64]>],
     facts: &'t [ChunkFacts],
+    /// Where this page's chunks start in `words` and `facts`: read-backs follow the tree's
+    /// chunks there.
+    first: usize,
+    len: usize,
 }
 
 impl<'t> PageChunks<'t> {
     pub(crate) fn of(step: &'t Step<'t>) -> PageChunks<'t> {
         let reading = &step.reading;
+        let tree = reading.tree(step.text);
+        let words = reading.chunk_words(step.text);
+        // The tree's chunks on a page, else the read-backs'.
+        let (first, count) = match reading.header {
+            Some(_) => (0, tree.chunks.len()),
+            None => (tree.chunks.len(), tree.read_backs.len()),
+        };
         PageChunks {
             step,
-            tree: reading.tree(step.text),
-            words: reading.chunk_words(step.text),
+            tree,
+            words,
             facts: &reading.page_facts(step.text).chunks,
+            first,
+            len: count.min(words.len().saturating_sub(first)),
         }
     }
 
-    /// How many chunks it has: the tree's on a page, else the read-backs'.
+    /// How many chunks it has.
     pub(crate) fn len(&self) -> usize {
-        let first = self.tree.chunks.len();
-        let n = if self.step.reading.header.is_some() {
-            first
-        } else {
-            self.tree.read_backs.len()
-        };
-        n.min(self.words.len().saturating_sub(self.skipped()))
-    }
-
-    /// The words of read-backs follow the tree's chunks.
-    fn skipped(&self) -> usize {
-        match self.step.reading.header {
-            Some(_) => 0,
-            None => self.tree.chunks.len(),
-        }
+        self.len
     }
 
     /// What evidence asks of chunk `i`'s text.
     pub(crate) fn facts(&self, i: usize) -> ChunkFacts {
-        let at = self.skipped() + i;
-        self.facts.get(at).copied().unwrap_or_default()
+        self.facts.get(self.first + i).copied().unwrap_or_default()
     }
 
     /// The hashed words of chunk `i`.
     pub(crate) fn words(&self, i: usize) -> &'t [u64] {
-        self.words.get(self.skipped() + i).map_or(&[], |w| w)
+        self.words.get(self.first + i).map_or(&[], |w| w)
     }
 
     /// Chunk `i`.
     pub(crate) fn get(&self, i: usize) -> Option<Chunk<'t>> {
         let (step, text) = (self.step, self.step.text);
         let reading = &step.reading;
-        let words = self.words.get(self.skipped() + i)?;
+        let words = self.words.get(self.first + i)?;
         let facts = self.facts(i);
         let observation: &str = &reading.id;
         if let Some(header) = &reading.header {

@@ -189,8 +189,8 @@ mod tests {
 
     use super::Memo;
 
-    /// A page weighed in more contexts than its reading keeps (the same page text at forty
-    /// places of a session) is scored once per context: later requests find every one.
+    /// A page weighed in many contexts (the same page text at forty places of a session) is
+    /// scored once per context: later requests find every one.
     #[test]
     fn scores_are_kept_per_page_and_context() {
         let memo = Memo::new(1 << 20);

@@ -142,10 +142,12 @@ pub fn choose<'t>(
                     let index = Index::of(session, plan, &asked.all);
                     (asked, index)
                 });
-                let question = asked.by_item.get(&item).unwrap_or(&asked.none);
-                let chosen =
-                    choose_for_question(session, index, target, question, &furniture, &state);
-                state.add(chosen, Block::Appended(session.steps[target].item), limits);
+                // Every question is a user message, whose words `Asked` read.
+                if let Some(question) = asked.by_item.get(&item) {
+                    let chosen =
+                        choose_for_question(session, index, target, question, &furniture, &state);
+                    state.add(chosen, Block::Appended(session.steps[target].item), limits);
+                }
             }
         }
     }
@@ -739,7 +741,6 @@ struct Index<'t> {
 struct Asked {
     by_item: HashMap<usize, Words, Fast>,
     all: HashSet<u64, Fast>,
-    none: Words,
 }
 
 impl Asked {
@@ -747,7 +748,6 @@ impl Asked {
         let mut asked = Asked {
             by_item: HashMap::default(),
             all: HashSet::default(),
-            none: Words::default(),
         };
         for event in &events.order {
             if let Event::Question { item, .. } = *event {
