@@ -33,7 +33,7 @@ struct Layer {
     reading: Arc<Reading>,
     /// For a diff: the page's nodes after it was merged. Refs of nodes the diff removed are
     /// gone from the page.
-    merged: Option<Arc<[Node]>>,
+    merged: Option<Arc<Vec<Node>>>,
 }
 
 impl Layer {
@@ -80,7 +80,7 @@ impl PageRefs {
         &self,
         text: Arc<str>,
         reading: Arc<Reading>,
-        merged: Option<Arc<[Node]>>,
+        merged: Option<Arc<Vec<Node>>>,
     ) -> PageRefs {
         let mut layers = self.0.layers.clone();
         layers.push(Arc::new(Layer {

@@ -50,7 +50,7 @@ pub struct Page {
     /// a diff updates the page only within the same document.
     pub document: String,
     /// The aria tree, with diffs merged onto the page they update.
-    nodes: Option<Arc<[Node]>>,
+    nodes: Option<Arc<Vec<Node>>>,
     /// [`fingerprint::digest`] of `nodes`.
     digest: Option<u128>,
     /// A digest of controls and text, for formats without an aria tree.
@@ -114,7 +114,7 @@ impl Page {
             (true, true, Some(base)) => {
                 let merged = fingerprint::merge(&base, &tree.nodes);
                 let digest = fingerprint::digest(&merged);
-                (Some(merged.into()), Some(digest))
+                (Some(Arc::new(merged)), Some(digest))
             }
             (true, _, _) => (Some(tree.nodes.clone()), Some(tree.digest)),
             (false, _, _) => (None, None),

@@ -158,7 +158,7 @@ pub struct TreeParts {
     /// Indices into `chunks` of the first and last numbered rows of each table.
     pub table_ends: Vec<usize>,
     /// Every tree line in canonical form.
-    pub nodes: Arc<[Node]>,
+    pub nodes: Arc<Vec<Node>>,
     /// A digest of `nodes` (depth, marker and hash of every line): what the page
     /// fingerprint takes of the tree, computed once.
     pub digest: u128,
@@ -198,7 +198,7 @@ impl TreeParts {
             + self.chunks.capacity() * size_of::<Piece>()
             + self.chunks.iter().map(own).sum::<usize>()
             + self.table_ends.capacity() * size_of::<usize>()
-            + self.nodes.len() * size_of::<Node>()
+            + self.nodes.capacity() * size_of::<Node>()
             + self.document.as_ref().map_or(0, String::capacity)
             + self.observation_id.as_ref().map_or(0, own)
             + self.read_backs.capacity() * size_of::<ReadBackPiece>()
@@ -229,34 +229,40 @@ impl TreeParts {
         };
         let piece = |s: &str| Piece::of(text, s);
         let has_tree = obs.tree.is_some();
-        let nodes: Arc<[Node]> = if has_tree {
-            obs.nodes.as_slice().into()
-        } else {
-            Arc::from(Vec::new())
-        };
+        let flat = if has_tree { None } else { flat_digest(&obs) };
+        let confirms = obs
+            .chunks
+            .iter()
+            .chain(obs.title.iter())
+            .any(|c| reads_as_confirmation(c));
+        // A dense page has a ref and a node on nearly every line: its parts take over the
+        // parse's vectors (the pieces are as large as the strings they replace) instead of
+        // copying megabytes into fresh memory.
+        let mut nodes = if has_tree { obs.nodes } else { Vec::new() };
+        nodes.shrink_to_fit();
+        let nodes = Arc::new(nodes);
+        let mut refs: Vec<RefPiece> = obs
+            .refs
+            .into_iter()
+            .map(|r| RefPiece {
+                id: piece(&r.id),
+                role: piece(&r.role),
+                name: piece(&r.name),
+            })
+            .collect();
+        // The parse sized its vectors for a node and a ref on every line; a memo keeps them.
+        refs.shrink_to_fit();
         TreeParts {
             has_tree,
-            refs: obs
-                .refs
-                .iter()
-                .map(|r| RefPiece {
-                    id: piece(&r.id),
-                    role: piece(&r.role),
-                    name: piece(&r.name),
-                })
-                .collect(),
-            chunks: obs.chunks.iter().map(|c| piece(c)).collect(),
-            table_ends: obs.table_ends.clone(),
+            refs,
+            chunks: obs.chunks.into_iter().map(|c| piece(&c)).collect(),
+            table_ends: obs.table_ends,
             digest: crate::fingerprint::digest(&nodes),
             nodes,
-            flat: if has_tree { None } else { flat_digest(&obs) },
-            document: obs.document.as_deref().map(str::to_string),
+            flat,
+            document: obs.document.map(String::from),
             observation_id: obs.observation_id.as_deref().map(piece),
-            confirms: obs
-                .chunks
-                .iter()
-                .chain(obs.title.iter())
-                .any(|c| reads_as_confirmation(c)),
+            confirms,
             read_backs: Vec::new(),
             tab_list: Vec::new(),
         }

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use super::aria::{self, lines, TreeStats};
+use super::aria::{self, lines};
 use super::{Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
@@ -35,23 +35,23 @@ impl ObservationFormat for AgentBrowser {
             return None;
         }
         let mut obs = Observation::new(NAME, TreeKind::Full);
-        let mut stats = TreeStats::default();
+        let mut parser = aria::LineParser::default();
         let mut it = lines(text).filter(|l| !l.text.trim().is_empty());
         let first = header(&mut it, &mut obs)?;
-        aria::parse_line(first, &mut obs, &mut stats);
+        parser.line(first, &mut obs);
         // The tree must start right after the header; prose that mentions a ref is no tree.
-        if stats.nodes == 0 {
+        if parser.stats.nodes == 0 {
             return None;
         }
         for line in it {
-            aria::parse_line(line.text, &mut obs, &mut stats);
+            parser.line(line.text, &mut obs);
         }
         let start = (first.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
         obs.tree = start.and_then(|s| text.get(s..));
         if obs.refs.is_empty() {
             return None;
         }
-        if stats.diff {
+        if parser.stats.diff {
             obs.kind = TreeKind::Diff;
         }
         Some(obs)

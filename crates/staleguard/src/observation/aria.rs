@@ -65,20 +65,36 @@ pub struct TreeStats {
 
 /// Parses every line of `tree` and appends its refs, controls and chunks to `obs`.
 pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
-    let mut stats = TreeStats::default();
+    let mut parser = LineParser::default();
     // Nearly every line is a node with a ref: size once instead of growing MBs of parts.
     let count = memchr::memchr_iter(b'\n', tree.as_bytes()).count() + 1;
     obs.nodes.reserve(count);
     obs.refs.reserve(count);
     let mut blocks = Blocks::default();
     for line in lines(tree) {
-        blocks.close_at(line.text, obs);
+        let body = trim_indent(line.text);
+        if body.is_empty() {
+            continue;
+        }
+        let indent = line.text.len() - body.len();
+        blocks.close_at(indent, obs);
         let before = obs.chunks.len();
-        parse_line(line.text, obs, &mut stats);
-        blocks.open(line.text, before, obs);
+        parser.body(indent, body, obs);
+        blocks.open(indent, body, before, obs);
     }
     blocks.close_all(obs);
-    stats
+    parser.stats
+}
+
+/// `line` without its indentation (leading whitespace, as `str::trim_start` reads it).
+/// Indents are ASCII spaces, counted bytewise; anything else takes the Unicode way.
+fn trim_indent(line: &str) -> &str {
+    let spaces = line.bytes().take_while(|&b| b == b' ').count();
+    let rest = line.get(spaces..).unwrap_or("");
+    match rest.as_bytes().first() {
+        Some(b) if b.is_ascii() && !b.is_ascii_whitespace() && *b != 0x0b => rest,
+        _ => rest.trim_start(),
+    }
 }
 
 /// Roles whose text a reader takes as one piece: a paragraph, list item, cell or heading
@@ -126,16 +142,14 @@ impl Frame {
 struct Blocks(Vec<Frame>);
 
 impl Blocks {
-    /// Opens a block when `line` is a block node whose text is in its children, or a table;
+    /// Opens a block when `body` (a line without its `indent`) is a block node whose text is in its children, or a table;
     /// notes a named row. `first` is the number of chunks before the line.
-    fn open(&mut self, line: &str, first: usize, obs: &Observation<'_>) {
-        let body = line.trim_start();
+    fn open(&mut self, indent: usize, body: &str, first: usize, obs: &Observation<'_>) {
         let Some(rest) = body.strip_prefix("- ") else {
             return;
         };
         let role_end = rest.find([' ', ':', '[']).unwrap_or(rest.len());
         let role = &rest[..role_end];
-        let indent = line.len() - body.len();
         let has_children = rest.trim_end().ends_with(':');
         if role == "row" && obs.chunks.len() > first {
             self.add_row(first);
@@ -165,13 +179,8 @@ impl Blocks {
         }
     }
 
-    /// Closes the frames that `line` is not inside of.
-    fn close_at(&mut self, line: &str, obs: &mut Observation<'_>) {
-        let body = line.trim_start();
-        if body.is_empty() {
-            return;
-        }
-        let indent = line.len() - body.len();
+    /// Closes the frames that a line at `indent` is not inside of.
+    fn close_at(&mut self, indent: usize, obs: &mut Observation<'_>) {
         while self.0.last().is_some_and(|f| indent <= f.indent()) {
             self.close_last(obs);
         }
@@ -277,54 +286,70 @@ impl<'a> Iterator for Lines<'a> {
     }
 }
 
-/// Parses one tree line into `obs`: its canonical [`Node`] for the fingerprint, and, for
-/// node lines, its ref, control and text chunks. Lines that are not nodes (property lines
-/// such as `- /url: ...`, prose, broken quoting) add only their text to the fingerprint.
-pub fn parse_line<'a>(line: &'a str, obs: &mut Observation<'a>, stats: &mut TreeStats) {
-    let body = line.trim_start();
-    if body.is_empty() {
-        return;
-    }
-    let indent = u32::try_from(line.len() - body.len()).unwrap_or(u32::MAX);
-    let Some(rest) = body.strip_prefix("- ") else {
-        obs.nodes.push(Node::text(indent, body));
-        return;
-    };
-    let rest = match rest.strip_prefix("<changed> ") {
-        Some(changed) => {
-            stats.diff = true;
-            changed
+/// Parses tree lines one at a time, keeping the buffer the node hashes are built in from
+/// one line to the next.
+#[derive(Default)]
+pub struct LineParser {
+    /// What the lines parsed so far contained.
+    pub stats: TreeStats,
+    canon: Vec<u8>,
+}
+
+impl LineParser {
+    /// Parses one tree line into `obs`: its canonical [`Node`] for the fingerprint, and, for
+    /// node lines, its ref, control and text chunks. Lines that are not nodes (property
+    /// lines such as `- /url: ...`, prose, broken quoting) add only their text to the
+    /// fingerprint.
+    pub fn line<'a>(&mut self, line: &'a str, obs: &mut Observation<'a>) {
+        let body = trim_indent(line);
+        if !body.is_empty() {
+            self.body(line.len() - body.len(), body, obs);
         }
-        None => rest,
-    };
-    if let Some(id) = unchanged_ref(rest) {
-        stats.diff = true;
-        stats.nodes += 1;
+    }
+
+    /// Parses a non-empty line given without its `indent`.
+    fn body<'a>(&mut self, indent: usize, body: &'a str, obs: &mut Observation<'a>) {
+        let indent = u32::try_from(indent).unwrap_or(u32::MAX);
+        let Some(rest) = body.strip_prefix("- ") else {
+            obs.nodes.push(Node::text(&mut self.canon, indent, body));
+            return;
+        };
+        let rest = match rest.strip_prefix("<changed> ") {
+            Some(changed) => {
+                self.stats.diff = true;
+                changed
+            }
+            None => rest,
+        };
+        if let Some(id) = unchanged_ref(rest) {
+            self.stats.diff = true;
+            self.stats.nodes += 1;
+            obs.nodes.push(Node {
+                indent,
+                id: ref_hash(id),
+                unchanged: true,
+                hash: 0,
+            });
+            obs.refs.push(ElementRef {
+                id: Cow::Borrowed(id),
+                role: Cow::Borrowed(""),
+                name: Cow::Borrowed(""),
+            });
+            return;
+        }
+        let Some((src, key, after)) = split_key(rest) else {
+            obs.nodes.push(Node::text(&mut self.canon, indent, rest));
+            return;
+        };
+        self.stats.nodes += 1;
+        let (id, hash) = emit(&src, &key, after, obs, &mut self.canon);
         obs.nodes.push(Node {
             indent,
-            id: ref_hash(id),
-            unchanged: true,
-            hash: 0,
+            id: id.map_or(0, ref_hash),
+            unchanged: false,
+            hash,
         });
-        obs.refs.push(ElementRef {
-            id: Cow::Borrowed(id),
-            role: Cow::Borrowed(""),
-            name: Cow::Borrowed(""),
-        });
-        return;
     }
-    let Some((src, key, after)) = split_key(rest) else {
-        obs.nodes.push(Node::text(indent, rest));
-        return;
-    };
-    stats.nodes += 1;
-    let (id, hash) = emit(&src, &key, after, obs);
-    obs.nodes.push(Node {
-        indent,
-        id: id.map_or(0, ref_hash),
-        unchanged: false,
-        hash,
-    });
 }
 
 /// The hash a [`Node`] keeps of its ref, to merge diffs: never part of the fingerprint.
@@ -336,7 +361,7 @@ pub fn ref_hash(id: &str) -> u64 {
 /// Counts the refs [`parse_tree`] would find, and tells whether the tree is a diff, without
 /// building anything. Trees can be MBs with a ref on nearly every line, so each line is read
 /// once, in place, by a byte-level reader; lines it does not vouch for go to the same key
-/// parser as [`parse_line`].
+/// parser as [`LineParser::line`].
 pub fn count_refs(tree: &str) -> (usize, bool) {
     let (count, diff, _) = count_lines(tree, 0, false);
     (count, diff)
@@ -563,7 +588,7 @@ static ROLE_BYTES: [bool; 256] = {
     table
 };
 
-/// Whether a tree line carries a ref, and whether it is a diff line; as [`parse_line`] reads it.
+/// Whether a tree line carries a ref, and whether it is a diff line; as [`LineParser::line`] reads it.
 fn line_ref(line: &str) -> (bool, bool) {
     let Some(rest) = line.trim_start().strip_prefix("- ") else {
         return (false, false);
@@ -864,6 +889,7 @@ fn emit<'a, 's>(
     key: &Key,
     after: &'a str,
     obs: &mut Observation<'a>,
+    canon: &mut Vec<u8>,
 ) -> (Option<&'s str>, u128) {
     let role = span(src, key.role);
     let raw_name = key.name.and_then(|n| src.get(n.0..n.1));
@@ -887,7 +913,7 @@ fn emit<'a, 's>(
             }
         }
     });
-    let hash = node_hash(src, &role, raw_name, &mut attrs, after.trim_end());
+    let hash = node_hash(canon, src, &role, raw_name, &mut attrs, after.trim_end());
     let value = value_of(after);
     if let Some(id) = id {
         obs.refs.push(ElementRef {
@@ -954,77 +980,47 @@ impl Attrs {
 }
 
 /// Hash of a node's canonical form. Each part is length-prefixed, so no two forms collide
-/// by shifting bytes between parts. The parts go into one buffer hashed at once: a
-/// streaming hasher costs more to set up than a node line costs to hash.
-fn node_hash(src: &str, role: &str, name: Option<&str>, attrs: &mut Attrs, after: &str) -> u128 {
-    let mut canon = Canon::default();
-    canon.part(b'r', role.as_bytes());
+/// by shifting bytes between parts. The parts go into one buffer hashed at once (a streaming
+/// hasher costs more to set up than a node line costs to hash), kept from line to line.
+fn node_hash(
+    canon: &mut Vec<u8>,
+    src: &str,
+    role: &str,
+    name: Option<&str>,
+    attrs: &mut Attrs,
+    after: &str,
+) -> u128 {
+    canon.clear();
+    part(canon, b'r', role.as_bytes());
     if let Some(name) = name {
-        canon.part(b'n', name.as_bytes());
+        part(canon, b'n', name.as_bytes());
     }
     for attr in attrs.sorted(src) {
-        canon.part(b'a', attr.as_bytes());
+        part(canon, b'a', attr.as_bytes());
     }
-    canon.part(b'v', after.as_bytes());
-    canon.hash()
+    part(canon, b'v', after.as_bytes());
+    xxhash_rust::xxh3::xxh3_128(canon)
 }
 
-/// The canonical bytes of a node: on the stack up to a typical line's length.
-struct Canon {
-    inline: [u8; 192],
-    len: usize,
-    spill: Vec<u8>,
-}
-
-impl Default for Canon {
-    fn default() -> Self {
-        Canon {
-            inline: [0; 192],
-            len: 0,
-            spill: Vec::new(),
-        }
-    }
-}
-
-impl Canon {
-    fn part(&mut self, tag: u8, bytes: &[u8]) {
-        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes();
-        self.push(&[tag]);
-        self.push(&len);
-        self.push(bytes);
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        if self.spill.is_empty() {
-            if let Some(slot) = self.inline.get_mut(self.len..self.len + bytes.len()) {
-                slot.copy_from_slice(bytes);
-                self.len += bytes.len();
-                return;
-            }
-            self.spill.extend_from_slice(&self.inline[..self.len]);
-        }
-        self.spill.extend_from_slice(bytes);
-    }
-
-    fn hash(&self) -> u128 {
-        if self.spill.is_empty() {
-            xxhash_rust::xxh3::xxh3_128(&self.inline[..self.len])
-        } else {
-            xxhash_rust::xxh3::xxh3_128(&self.spill)
-        }
-    }
+/// Appends one length-prefixed part of a node's canonical form.
+fn part(canon: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
+    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes();
+    canon.reserve(5 + bytes.len());
+    canon.push(tag);
+    canon.extend_from_slice(&len);
+    canon.extend_from_slice(bytes);
 }
 
 impl Node {
     /// A line that is no node (prose, a property line such as `- /url: x`): its text counts.
-    fn text(indent: u32, text: &str) -> Node {
-        let mut canon = Canon::default();
-        canon.part(b't', text.as_bytes());
+    fn text(canon: &mut Vec<u8>, indent: u32, text: &str) -> Node {
+        canon.clear();
+        part(canon, b't', text.as_bytes());
         Node {
             indent,
             id: 0,
             unchanged: false,
-            hash: canon.hash(),
+            hash: xxhash_rust::xxh3::xxh3_128(canon),
         }
     }
 }
