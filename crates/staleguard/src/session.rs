@@ -177,6 +177,15 @@ pub struct TreeParts {
     pub tab_list: Vec<Tab>,
 }
 
+// `TreeParts::of` converts the parse's refs and chunks in place, reusing their memory:
+// that holds only while the pieces are as large as the strings they replace.
+const _: () = {
+    use std::mem::{align_of, size_of};
+    assert!(size_of::<RefPiece>() == size_of::<observation::ElementRef<'static>>());
+    assert!(align_of::<RefPiece>() == align_of::<observation::ElementRef<'static>>());
+    assert!(size_of::<Piece>() == size_of::<std::borrow::Cow<'static, str>>());
+};
+
 impl TreeParts {
     /// Bytes its parts hold on the heap (see [`Reading::heap_bytes`]).
     fn heap_bytes(&self) -> usize {
