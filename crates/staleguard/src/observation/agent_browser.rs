@@ -152,8 +152,8 @@ mod tests {
                 ("e6", "button", "Submit"),
             ]
         );
-        let c: Vec<_> = obs
-            .controls
+        let controls = aria::controls_of(&obs);
+        let c: Vec<_> = controls
             .iter()
             .map(|c| (&*c.role, c.value.as_deref(), c.states.clone()))
             .collect();
@@ -189,7 +189,7 @@ mod tests {
         let ids: Vec<_> = obs.refs.iter().map(|r| &*r.id).collect();
         assert_eq!(ids, ["e1", "e2", "e3", "e4"]);
         assert!(
-            obs.controls.iter().all(|c| c.states.is_empty()),
+            aria::controls_of(&obs).iter().all(|c| c.states.is_empty()),
             "nth is no state"
         );
         assert_eq!(obs.chunks, ["Example Domain", "Some text content"]);

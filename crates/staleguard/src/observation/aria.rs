@@ -51,7 +51,27 @@ const NON_STATE_PREFIXES: &[&str] = &["ref=", "cursor=", "nth=", "url="];
 
 /// True for roles listed in [`CONTROL_ROLES`].
 pub fn is_control_role(role: &str) -> bool {
-    CONTROL_ROLES.contains(&role)
+    // A match compiles to a switch on length and byte compares: every node line asks.
+    matches!(
+        role,
+        "button"
+            | "link"
+            | "textbox"
+            | "searchbox"
+            | "checkbox"
+            | "radio"
+            | "combobox"
+            | "listbox"
+            | "option"
+            | "spinbutton"
+            | "slider"
+            | "switch"
+            | "tab"
+            | "menuitem"
+            | "menuitemcheckbox"
+            | "menuitemradio"
+            | "treeitem"
+    )
 }
 
 /// What a parsed tree contained, beyond what it added to the observation.
@@ -63,7 +83,7 @@ pub struct TreeStats {
     pub diff: bool,
 }
 
-/// Parses every line of `tree` and appends its refs, controls and chunks to `obs`.
+/// Parses every line of `tree` and appends its refs, nodes and chunks to `obs`.
 pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
     let mut parser = LineParser::default();
     // Nearly every line is a node with a ref: size once instead of growing MBs of parts.
@@ -92,7 +112,7 @@ fn trim_indent(line: &str) -> &str {
     let spaces = line.bytes().take_while(|&b| b == b' ').count();
     let rest = line.get(spaces..).unwrap_or("");
     match rest.as_bytes().first() {
-        Some(&b) if b.is_ascii() && !is_ascii_space(b) => rest,
+        Some(&b) if is_plain_ascii(b) => rest,
         _ => rest.trim_start(),
     }
 }
@@ -153,7 +173,7 @@ impl Blocks {
             .position(|b| matches!(b, b' ' | b':' | b'['))
             .unwrap_or(rest.len());
         let role = rest.get(..role_end).unwrap_or(rest);
-        let has_children = rest.trim_end().ends_with(':');
+        let has_children = trim_end(rest).ends_with(':');
         if role == "row" && obs.chunks.len() > first {
             self.add_row(first);
         }
@@ -296,11 +316,35 @@ pub struct LineParser {
     /// What the lines parsed so far contained.
     pub stats: TreeStats,
     canon: Vec<u8>,
+    /// List controls in [`Observation::controls`] (only [`controls`] does).
+    controls: bool,
+}
+
+/// The controls of an aria tree: every node of a [`CONTROL_ROLES`] role, with its name,
+/// value and sorted states. A parse leaves them out of [`Observation::controls`]: the tree's
+/// nodes already carry them into the fingerprint, and on a dense page a control a line was a
+/// sixth of the parse's memory.
+pub fn controls(tree: &str) -> Vec<Control<'_>> {
+    let mut obs = Observation::new("aria", super::TreeKind::Full);
+    let mut parser = LineParser {
+        controls: true,
+        ..LineParser::default()
+    };
+    for line in lines(tree) {
+        parser.line(line.text, &mut obs);
+    }
+    obs.controls
+}
+
+/// The controls of an observation's tree, for tests of each format's parse.
+#[cfg(test)]
+pub(crate) fn controls_of<'a>(obs: &Observation<'a>) -> Vec<Control<'a>> {
+    controls(obs.tree.unwrap_or(""))
 }
 
 impl LineParser {
     /// Parses one tree line into `obs`: its canonical [`Node`] for the fingerprint, and, for
-    /// node lines, its ref, control and text chunks. Lines that are not nodes (property
+    /// node lines, its ref and text chunks. Lines that are not nodes (property
     /// lines such as `- /url: ...`, prose, broken quoting) add only their text to the
     /// fingerprint.
     pub fn line<'a>(&mut self, line: &'a str, obs: &mut Observation<'a>) {
@@ -345,7 +389,7 @@ impl LineParser {
             return;
         };
         self.stats.nodes += 1;
-        let (id, hash) = emit(&src, &key, after, obs, &mut self.canon);
+        let (id, hash) = emit(&src, &key, after, obs, &mut self.canon, self.controls);
         obs.nodes.push(Node {
             indent,
             id: id.map_or(0, ref_hash),
@@ -569,6 +613,28 @@ fn find_any(hay: &[u8], bytes: [u8; 3]) -> Option<usize> {
     tail.iter().position(|c| bytes.contains(c)).map(|i| at + i)
 }
 
+/// `s.trim()`, answered without decoding when `s` starts and ends with ASCII that is no
+/// space (a continuation byte is never ASCII, so the last byte is then the last char).
+fn trim(s: &str) -> &str {
+    match (s.as_bytes().first(), s.as_bytes().last()) {
+        (Some(&a), Some(&z)) if is_plain_ascii(a) && is_plain_ascii(z) => s,
+        _ => s.trim(),
+    }
+}
+
+/// `s.trim_end()`, answered without decoding when `s` ends with ASCII that is no space.
+fn trim_end(s: &str) -> &str {
+    match s.as_bytes().last() {
+        Some(&z) if is_plain_ascii(z) => s,
+        _ => s.trim_end(),
+    }
+}
+
+/// An ASCII byte that is no whitespace.
+fn is_plain_ascii(b: u8) -> bool {
+    b.is_ascii() && !is_ascii_space(b)
+}
+
 /// The ASCII bytes `char::is_whitespace` accepts (unlike `u8::is_ascii_whitespace`, which
 /// leaves out vertical tab).
 fn is_ascii_space(b: u8) -> bool {
@@ -684,14 +750,17 @@ fn parse_key(s: &str) -> Option<(Key, usize)> {
         None => (None, role_end),
     };
     let attrs_start = pos;
-    while let Some(r) = s.get(pos..).and_then(|r| r.strip_prefix(" [")) {
-        let Some(close) = memchr(b']', r.as_bytes()) else {
+    // Bytewise: every position compared is ASCII, so every slice ends on a char boundary.
+    while b.get(pos..pos + 2) == Some(b" [") {
+        let Some(close) = b.get(pos + 2..).and_then(|r| memchr(b']', r)) else {
             break;
         };
         pos += 2 + close + 1;
     }
     let attrs = (attrs_start, pos);
-    pos += hint_len(s.get(pos..).unwrap_or(""));
+    if b.get(pos) == Some(&b' ') {
+        pos += hint_len(s.get(pos..).unwrap_or(""));
+    }
     Some((
         Key {
             role: (0, role_end),
@@ -706,6 +775,9 @@ fn parse_key(s: &str) -> Option<(Key, usize)> {
 /// unterminated quote), so a broken line yields no ref at all.
 fn name_at(s: &str, pos: usize) -> Option<Option<(Span, usize)>> {
     let rest = s.get(pos..)?;
+    if !rest.starts_with(' ') {
+        return Some(None);
+    }
     if let Some(q) = rest.strip_prefix(" \"") {
         let end = closing_double_quote(q)?;
         let start = pos + 2;
@@ -752,7 +824,7 @@ fn hint_len(rest: &str) -> usize {
 
 /// The text after the key: `: <text>` (YAML-unquoted), or nothing for `:` and bare keys.
 fn value_of(after: &str) -> Option<Cow<'_, str>> {
-    let v = after.strip_prefix(':')?.trim();
+    let v = trim(after.strip_prefix(':')?);
     (!v.is_empty()).then(|| unquote(v))
 }
 
@@ -775,7 +847,7 @@ pub fn unquote(v: &str) -> Cow<'_, str> {
 /// Resolves the backslash escapes of a double-quoted string (JSON / YAML style). Borrows
 /// when there is no escape.
 pub fn unescape(raw: &str) -> Cow<'_, str> {
-    if !raw.contains('\\') {
+    if memchr(b'\\', raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
@@ -862,8 +934,8 @@ fn attr_items(src: &str, (start, end): Span, mut f: impl FnMut(Span)) {
             item = i + 1;
         } else {
             let text = region.get(item..i).unwrap_or("");
-            let lead = text.len() - text.trim_start().len();
-            let trimmed = text.trim();
+            let trimmed = trim(text);
+            let lead = trimmed.as_ptr() as usize - text.as_ptr() as usize;
             if !trimmed.is_empty() {
                 let a = start + item + lead;
                 f((a, a + trimmed.len()));
@@ -879,9 +951,9 @@ fn is_state(attr: &str) -> bool {
     attr != "active" && !NON_STATE_PREFIXES.iter().any(|p| attr.starts_with(p))
 }
 
-/// Adds the node's ref, control and text chunks to `obs`; returns its ref and the hash of
-/// its canonical form: role, name, state attributes in sorted order and the text after the
-/// key. Refs, focus and cursor hints are left out, so a re-render that only renumbered refs
+/// Adds the node's ref and text chunks (and its control, when `controls`) to `obs`;
+/// returns its ref and the hash of its canonical form: role, name, state attributes in
+/// sorted order and the text after the key. Refs, focus and cursor hints are left out, so a re-render that only renumbered refs
 /// hashes alike.
 // `&Cow` rather than `&str`: whether the source borrows from the input decides whether the
 // parts can borrow with the input's lifetime.
@@ -892,11 +964,13 @@ fn emit<'a, 's>(
     after: &'a str,
     obs: &mut Observation<'a>,
     canon: &mut Vec<u8>,
+    controls: bool,
 ) -> (Option<&'s str>, u128) {
     let role = span(src, key.role);
     let raw_name = key.name.and_then(|n| src.get(n.0..n.1));
     let name = key.name.map(|n| unescape_cow(span(src, n)));
     let control = is_control_role(&role);
+    let keep_control = control && controls;
     let mut id = None;
     let mut ref_text = None;
     let mut states = Vec::new();
@@ -910,13 +984,12 @@ fn emit<'a, 's>(
             }
         } else if is_state(text) {
             attrs.push(item);
-            if control {
+            if keep_control {
                 states.push(span(src, item));
             }
         }
     });
-    let hash = node_hash(canon, src, &role, raw_name, &mut attrs, after.trim_end());
-    let value = value_of(after);
+    let hash = node_hash(canon, src, &role, raw_name, &mut attrs, trim_end(after));
     if let Some(id) = id {
         obs.refs.push(ElementRef {
             id,
@@ -925,13 +998,16 @@ fn emit<'a, 's>(
         });
     }
     if control {
-        states.sort();
-        obs.controls.push(Control {
-            role,
-            name: name.unwrap_or(Cow::Borrowed("")),
-            value,
-            states,
-        });
+        // A control's value is its own, not page text.
+        if keep_control {
+            states.sort();
+            obs.controls.push(Control {
+                role,
+                name: name.unwrap_or(Cow::Borrowed("")),
+                value: value_of(after),
+                states,
+            });
+        }
         return (ref_text, hash);
     }
     if let Some(name) = name.filter(|n| !n.is_empty()) {
@@ -939,7 +1015,7 @@ fn emit<'a, 's>(
             obs.chunks.push(name);
         }
     }
-    obs.chunks.extend(value);
+    obs.chunks.extend(value_of(after));
     (ref_text, hash)
 }
 
@@ -1035,6 +1111,7 @@ mod tests {
     fn tree(text: &str) -> (Observation<'_>, TreeStats) {
         let mut obs = Observation::new("test", TreeKind::Full);
         let stats = parse_tree(text, &mut obs);
+        obs.tree = Some(text);
         (obs, stats)
     }
 
@@ -1044,6 +1121,24 @@ mod tests {
 
     fn chunks<'a>(obs: &'a Observation<'_>) -> Vec<&'a str> {
         obs.chunks.iter().map(|c| c.as_ref()).collect()
+    }
+
+    #[test]
+    fn control_roles_are_the_listed_ones() {
+        for role in CONTROL_ROLES {
+            assert!(is_control_role(role), "{role}");
+        }
+        for role in ["", "Button", "buttons", "heading", "generic", "tablist", "menu"] {
+            assert!(!is_control_role(role), "{role}");
+        }
+    }
+
+    #[test]
+    fn fast_trims_agree_with_str() {
+        for s in ["", " ", "a", " a ", "a\u{b}", "\u{a0}x", "x\u{2003}", "é", " é ", "ref=e1"] {
+            assert_eq!(trim(s), s.trim(), "{s:?}");
+            assert_eq!(trim_end(s), s.trim_end(), "{s:?}");
+        }
     }
 
     #[test]
@@ -1068,8 +1163,8 @@ mod tests {
                 diff: false
             }
         );
-        let c: Vec<_> = obs
-            .controls
+        let controls = controls_of(&obs);
+        let c: Vec<_> = controls
             .iter()
             .map(|c| {
                 (
@@ -1110,8 +1205,8 @@ mod tests {
              - StaticText \"Hello there\"",
         );
         assert_eq!(ids(&obs), ["e1", "e4", "e5", "e6"]);
-        assert_eq!(obs.controls[1].states, ["checked=false", "required"]);
-        assert!(obs.controls[2].states.is_empty());
+        assert_eq!(controls_of(&obs)[1].states, ["checked=false", "required"]);
+        assert!(controls_of(&obs)[2].states.is_empty());
         assert_eq!(chunks(&obs), ["Title", "Hello there"]);
     }
 

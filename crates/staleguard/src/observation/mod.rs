@@ -128,8 +128,9 @@ pub struct Observation<'a> {
     /// Refs counted without parsing the tree ([`ObservationFormat::parse_header`]), when
     /// `refs` was left empty. Use [`Observation::ref_count`].
     pub counted_refs: usize,
-    /// Interactive elements and their states (full parses only): formats without an aria
-    /// tree fingerprint the page by them.
+    /// Interactive elements and their states, for formats without an aria tree (full parses
+    /// only): their fingerprint takes them. An aria tree's nodes carry its controls into the
+    /// fingerprint; [`aria::controls`] lists them.
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,

@@ -49,7 +49,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observation::TreeKind;
+    use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.30, `order` call_4 (fixtures/pwmcp-0.0.30/order.openai.json).
     const CONFIRM: &str = r##"- Ran Playwright code:
@@ -151,8 +151,8 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
                 ("e9", "link", "Edit order"),
             ]
         );
-        let controls: Vec<_> = obs
-            .controls
+        let controls = aria::controls_of(&obs);
+        let controls: Vec<_> = controls
             .iter()
             .map(|c| (&*c.role, &*c.name, c.value.is_none(), c.states.len()))
             .collect();
@@ -189,7 +189,7 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
             Some("// <internal code to select tab 2>")
         );
         assert!(obs.chunks.contains(&"-20 to 50 °C".into()));
-        assert!(obs.controls.is_empty());
+        assert!(aria::controls_of(&obs).is_empty());
     }
 
     #[test]
@@ -197,7 +197,7 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
         let obs = parse(IFRAME).unwrap();
         assert_eq!(obs.refs.len(), 5);
         assert_eq!(obs.document, None);
-        assert_eq!(obs.controls[1].states, ["checked"]);
+        assert_eq!(aria::controls_of(&obs)[1].states, ["checked"]);
     }
 
     #[test]

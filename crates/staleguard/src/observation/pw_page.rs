@@ -40,7 +40,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observation::TreeKind;
+    use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.83, `order` call_1 (fixtures/pwmcp-0.0.83): a file-linked snapshot.
     const LINKED: &str = r##"### Ran Playwright code
@@ -198,8 +198,8 @@ await new Promise(f => setTimeout(f, 3 * 1000));
     fn iframe_controls_and_document() {
         let obs = parse(IFRAME).unwrap();
         assert_eq!(obs.document.as_deref(), Some("f1"));
-        let c: Vec<_> = obs
-            .controls
+        let controls = aria::controls_of(&obs);
+        let c: Vec<_> = controls
             .iter()
             .map(|c| (&*c.role, &*c.name, c.value.as_deref(), c.states.clone()))
             .collect();

@@ -40,7 +40,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observation::TreeKind;
+    use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.41, `order` call_8 (fixtures/pwmcp-0.0.41): fenced code.
     const PLACED: &str = r##"### Ran Playwright code
@@ -153,7 +153,7 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
                 "Estimated delivery: 14 March 2025"
             ]
         );
-        assert_eq!(obs.controls.len(), 2);
+        assert_eq!(aria::controls_of(&obs).len(), 2);
         assert_eq!(obs.document, None);
     }
 
@@ -179,7 +179,7 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
                 ("e8", "")
             ]
         );
-        assert_eq!(obs.controls[0].states, Vec::<&str>::new());
+        assert_eq!(aria::controls_of(&obs)[0].states, Vec::<&str>::new());
         assert_eq!(obs.chunks, ["Order WX-1001 has been cancelled."]);
         assert!(obs.is_observation());
     }
@@ -188,8 +188,8 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
     fn diff_of_a_control() {
         let obs = parse(COLOUR_DIFF).unwrap();
         assert_eq!(obs.kind, TreeKind::Diff);
-        let c: Vec<_> = obs
-            .controls
+        let controls = aria::controls_of(&obs);
+        let c: Vec<_> = controls
             .iter()
             .map(|c| (&*c.role, &*c.name, c.states.len()))
             .collect();
@@ -202,7 +202,7 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
                 ("option", "Green", 0)
             ]
         );
-        assert_eq!(obs.controls[2].states, ["selected"]);
+        assert_eq!(aria::controls_of(&obs)[2].states, ["selected"]);
     }
 
     #[test]
