@@ -697,6 +697,9 @@ type Span = (usize, usize);
 struct Key {
     role: Span,
     name: Option<Span>,
+    /// The name may hold backslash escapes (a quoted name had one; a bare `/regex/` name
+    /// is not searched).
+    escaped: bool,
     attrs: Span,
 }
 
@@ -745,14 +748,15 @@ fn parse_key(s: &str) -> Option<(Key, usize)> {
     if !b.first()?.is_ascii_alphabetic() {
         return None;
     }
-    let (name, mut pos) = match name_at(s, role_end)? {
-        Some((span, end)) => (Some(span), end),
-        None => (None, role_end),
+    let (name, escaped, mut pos) = match name_at(s, role_end)? {
+        Some((span, escaped, end)) => (Some(span), escaped, end),
+        None => (None, false, role_end),
     };
     let attrs_start = pos;
     // Bytewise: every position compared is ASCII, so every slice ends on a char boundary.
     while b.get(pos..pos + 2) == Some(b" [") {
-        let Some(close) = b.get(pos + 2..).and_then(|r| memchr(b']', r)) else {
+        // Brackets are short: a plain scan beats setting up a vector search.
+        let Some(close) = b.get(pos + 2..).and_then(|r| r.iter().position(|&c| c == b']')) else {
             break;
         };
         pos += 2 + close + 1;
@@ -765,37 +769,40 @@ fn parse_key(s: &str) -> Option<(Key, usize)> {
         Key {
             role: (0, role_end),
             name,
+            escaped,
             attrs,
         },
         pos,
     ))
 }
 
-/// The name after the role: `Ok(None)` when there is none, `None` when it is broken (an
-/// unterminated quote), so a broken line yields no ref at all.
-fn name_at(s: &str, pos: usize) -> Option<Option<(Span, usize)>> {
+/// The name after the role, whether it may hold escapes, and where it ends: `Some(None)`
+/// when there is none, `None` when it is broken (an unterminated quote), so a broken line
+/// yields no ref at all.
+fn name_at(s: &str, pos: usize) -> Option<Option<(Span, bool, usize)>> {
     let rest = s.get(pos..)?;
     if !rest.starts_with(' ') {
         return Some(None);
     }
     if let Some(q) = rest.strip_prefix(" \"") {
-        let end = closing_double_quote(q)?;
+        let (end, escaped) = closing_double_quote(q)?;
         let start = pos + 2;
-        return Some(Some(((start, start + end), start + end + 1)));
+        return Some(Some(((start, start + end), escaped, start + end + 1)));
     }
     // Playwright prints a name that starts and ends with `/` bare, as a regex would be.
     if let Some(r) = rest.strip_prefix(" /") {
         let stop = r.find(" [").unwrap_or(r.trim_end_matches(':').len());
         let last = r.get(..stop)?.rfind('/').map_or(0, |i| i + 1);
         let start = pos + 1;
-        return Some(Some(((start, start + 1 + last), start + 1 + last)));
+        return Some(Some(((start, start + 1 + last), true, start + 1 + last)));
     }
     Some(None)
 }
 
-/// Index of the unescaped `"` that closes a double-quoted string. Jumps between quotes and
-/// backslashes with `memchr2`: names are read on every line of every tree.
-fn closing_double_quote(s: &str) -> Option<usize> {
+/// Index of the unescaped `"` that closes a double-quoted string, and whether a backslash
+/// came before it. Jumps between quotes and backslashes with `memchr2`: names are read on
+/// every line of every tree.
+fn closing_double_quote(s: &str) -> Option<(usize, bool)> {
     let b = s.as_bytes();
     let mut i = 0;
     while let Some(at) = b
@@ -803,7 +810,7 @@ fn closing_double_quote(s: &str) -> Option<usize> {
         .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
     {
         if b.get(i + at) == Some(&b'"') {
-            return Some(i + at);
+            return Some((i + at, i > 0));
         }
         // A backslash escapes the byte after it.
         i += at + 2;
@@ -904,6 +911,7 @@ fn hex4(chars: &mut std::str::Chars<'_>) -> Option<u32> {
 }
 
 /// A slice of the key source with the source's lifetime (borrowed when the source is).
+#[inline]
 fn span<'a>(src: &Cow<'a, str>, (a, b): Span) -> Cow<'a, str> {
     match src {
         Cow::Borrowed(s) => Cow::Borrowed(s.get(a..b).unwrap_or("")),
@@ -968,14 +976,29 @@ fn emit<'a, 's>(
 ) -> (Option<&'s str>, u128) {
     let role = span(src, key.role);
     let raw_name = key.name.and_then(|n| src.get(n.0..n.1));
-    let name = key.name.map(|n| unescape_cow(span(src, n)));
+    let name = key.name.map(|n| match key.escaped {
+        true => unescape_cow(span(src, n)),
+        false => span(src, n),
+    });
     let control = is_control_role(&role);
     let keep_control = control && controls;
     let mut id = None;
     let mut ref_text = None;
     let mut states = Vec::new();
     let mut attrs = Attrs::default();
-    attr_items(src, key.attrs, |item| {
+    let region = src.get(key.attrs.0..key.attrs.1).unwrap_or("");
+    // Most node lines carry exactly one bracket, their ref: read it without the general walk.
+    let only_ref = region
+        .strip_prefix(" [ref=")
+        .and_then(|r| r.strip_suffix(']'))
+        .filter(|r| is_ref_id(r));
+    if let Some(r) = only_ref {
+        let at = key.attrs.0 + " [ref=".len();
+        id = Some(span(src, (at, at + r.len())));
+        ref_text = Some(r);
+    }
+    let walk = if only_ref.is_some() { (0, 0) } else { key.attrs };
+    attr_items(src, walk, |item| {
         let text = src.get(item.0..item.1).unwrap_or("");
         if let Some(r) = text.strip_prefix("ref=") {
             if id.is_none() && is_ref_id(r) {
@@ -1082,10 +1105,9 @@ fn node_hash(
 
 /// Appends one length-prefixed part of a node's canonical form.
 fn part(canon: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
-    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes();
+    let [a, b, c, d] = u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_le_bytes();
     canon.reserve(5 + bytes.len());
-    canon.push(tag);
-    canon.extend_from_slice(&len);
+    canon.extend_from_slice(&[tag, a, b, c, d]);
     canon.extend_from_slice(bytes);
 }
 
