@@ -173,7 +173,10 @@ pub fn unscoped(text: &str) -> Cow<'_, str> {
     // `=d` is searched rather than `ref=d`: a page's tree holds `ref=e` on every line, and
     // the searcher would stop at each of them to compare the rest.
     for eq in memchr::memmem::find_iter(bytes, b"=d") {
-        let Some(at) = eq.checked_sub(3).filter(|&at| bytes.get(at..eq) == Some(b"ref")) else {
+        let Some(at) = eq
+            .checked_sub(3)
+            .filter(|&at| bytes.get(at..eq) == Some(b"ref"))
+        else {
             continue;
         };
         if !matches!(at.checked_sub(1).map(|b| bytes[b]), Some(b'[' | b' ')) {

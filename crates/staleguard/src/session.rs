@@ -13,6 +13,7 @@
 //! ([`Depth::read`], or a [`Memo`]) and feeds the [`Reading`] to a
 //! [`Tracker`](crate::progress::Tracker); the CLI's `replay` builds a [`Session`] per turn.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -237,6 +238,11 @@ impl TreeParts {
             };
         };
         let piece = |s: &str| Piece::of(text, s);
+        // An owned string (an unescaped name) is never inside the text: it is kept, not copied.
+        let take = |c: Cow<'_, str>| match c {
+            Cow::Borrowed(s) => Piece::of(text, s),
+            Cow::Owned(s) => Piece::Own(s.into_boxed_str()),
+        };
         let has_tree = obs.tree.is_some();
         let flat = if has_tree { None } else { flat_digest(&obs) };
         let confirms = obs
@@ -254,9 +260,9 @@ impl TreeParts {
             .refs
             .into_iter()
             .map(|r| RefPiece {
-                id: piece(&r.id),
-                role: piece(&r.role),
-                name: piece(&r.name),
+                id: take(r.id),
+                role: take(r.role),
+                name: take(r.name),
             })
             .collect();
         // The parse sized its vectors for a node and a ref on every line; a memo keeps them.
@@ -264,7 +270,7 @@ impl TreeParts {
         TreeParts {
             has_tree,
             refs,
-            chunks: obs.chunks.into_iter().map(|c| piece(&c)).collect(),
+            chunks: obs.chunks.into_iter().map(take).collect(),
             table_ends: obs.table_ends,
             digest: crate::fingerprint::digest(&nodes),
             nodes,

@@ -168,13 +168,18 @@ impl Blocks {
         let Some(rest) = body.strip_prefix("- ") else {
             return;
         };
+        let has_children = trim_end(rest).ends_with(':');
+        let gave_text = obs.chunks.len() > first;
+        // Most lines are leaves that gave no text: nothing opens, no role to read.
+        if !has_children && !gave_text {
+            return;
+        }
         let role_end = rest
             .bytes()
             .position(|b| matches!(b, b' ' | b':' | b'['))
             .unwrap_or(rest.len());
         let role = rest.get(..role_end).unwrap_or(rest);
-        let has_children = trim_end(rest).ends_with(':');
-        if role == "row" && obs.chunks.len() > first {
+        if role == "row" && gave_text {
             self.add_row(first);
         }
         if !has_children {
@@ -706,6 +711,7 @@ struct Key {
 /// Splits a node line (after `- `) into its key and what follows the key. YAML single-quotes
 /// a key that contains `: ` (`- 'link "Review: X" [ref=e8]':`); such a key is unquoted first,
 /// into an owned string only when it contains a doubled quote.
+#[inline(always)]
 fn split_key(rest: &str) -> Option<(Cow<'_, str>, Key, &str)> {
     if let Some(quoted) = rest.strip_prefix('\'') {
         let end = single_quote_end(quoted)?;
@@ -741,6 +747,7 @@ fn single_quote_end(s: &str) -> Option<usize> {
 }
 
 /// Parses `role[ "name"][ [attrs]...]` at the start of `s`; returns the key and its length.
+#[inline(always)]
 fn parse_key(s: &str) -> Option<(Key, usize)> {
     let b = s.as_bytes();
     let role_end = b.iter().position(|&c| !is_role_byte(c)).unwrap_or(b.len());
@@ -756,7 +763,10 @@ fn parse_key(s: &str) -> Option<(Key, usize)> {
     // Bytewise: every position compared is ASCII, so every slice ends on a char boundary.
     while b.get(pos..pos + 2) == Some(b" [") {
         // Brackets are short: a plain scan beats setting up a vector search.
-        let Some(close) = b.get(pos + 2..).and_then(|r| r.iter().position(|&c| c == b']')) else {
+        let Some(close) = b
+            .get(pos + 2..)
+            .and_then(|r| r.iter().position(|&c| c == b']'))
+        else {
             break;
         };
         pos += 2 + close + 1;
@@ -911,7 +921,7 @@ fn hex4(chars: &mut std::str::Chars<'_>) -> Option<u32> {
 }
 
 /// A slice of the key source with the source's lifetime (borrowed when the source is).
-#[inline]
+#[inline(always)]
 fn span<'a>(src: &Cow<'a, str>, (a, b): Span) -> Cow<'a, str> {
     match src {
         Cow::Borrowed(s) => Cow::Borrowed(s.get(a..b).unwrap_or("")),
@@ -936,7 +946,10 @@ fn attr_items(src: &str, (start, end): Span, mut f: impl FnMut(Span)) {
     let bytes = region.as_bytes();
     let (mut item, mut at) = (0, 0);
     // Jumps between bracket and comma bytes, a word at a time: this runs on every node line.
-    while let Some(found) = bytes.get(at..).and_then(|rest| find_any(rest, [b'[', b',', b']'])) {
+    while let Some(found) = bytes
+        .get(at..)
+        .and_then(|rest| find_any(rest, [b'[', b',', b']']))
+    {
         let i = at + found;
         if bytes.get(i) == Some(&b'[') {
             item = i + 1;
@@ -997,7 +1010,11 @@ fn emit<'a, 's>(
         id = Some(span(src, (at, at + r.len())));
         ref_text = Some(r);
     }
-    let walk = if only_ref.is_some() { (0, 0) } else { key.attrs };
+    let walk = if only_ref.is_some() {
+        (0, 0)
+    } else {
+        key.attrs
+    };
     attr_items(src, walk, |item| {
         let text = src.get(item.0..item.1).unwrap_or("");
         if let Some(r) = text.strip_prefix("ref=") {
@@ -1150,14 +1167,27 @@ mod tests {
         for role in CONTROL_ROLES {
             assert!(is_control_role(role), "{role}");
         }
-        for role in ["", "Button", "buttons", "heading", "generic", "tablist", "menu"] {
+        for role in [
+            "", "Button", "buttons", "heading", "generic", "tablist", "menu",
+        ] {
             assert!(!is_control_role(role), "{role}");
         }
     }
 
     #[test]
     fn fast_trims_agree_with_str() {
-        for s in ["", " ", "a", " a ", "a\u{b}", "\u{a0}x", "x\u{2003}", "é", " é ", "ref=e1"] {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a ",
+            "a\u{b}",
+            "\u{a0}x",
+            "x\u{2003}",
+            "é",
+            " é ",
+            "ref=e1",
+        ] {
             assert_eq!(trim(s), s.trim(), "{s:?}");
             assert_eq!(trim_end(s), s.trim_end(), "{s:?}");
         }
