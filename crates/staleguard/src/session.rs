@@ -158,7 +158,7 @@ pub struct TreeParts {
     pub chunks: Vec<Piece>,
     /// Indices into `chunks` of the first and last numbered rows of each table.
     pub table_ends: Vec<usize>,
-    /// Every tree line in canonical form.
+    /// Every tree line in canonical form (the parse's own vector, shared, not copied).
     pub nodes: Arc<Vec<Node>>,
     /// A digest of `nodes` (depth, marker and hash of every line): what the page
     /// fingerprint takes of the tree, computed once.
@@ -184,7 +184,7 @@ const _: () = {
     use std::mem::{align_of, size_of};
     assert!(size_of::<RefPiece>() == size_of::<observation::ElementRef<'static>>());
     assert!(align_of::<RefPiece>() == align_of::<observation::ElementRef<'static>>());
-    assert!(size_of::<Piece>() == size_of::<std::borrow::Cow<'static, str>>());
+    assert!(size_of::<Piece>() == size_of::<Cow<'static, str>>());
 };
 
 impl TreeParts {

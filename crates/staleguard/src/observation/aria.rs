@@ -162,8 +162,9 @@ impl Frame {
 struct Blocks(Vec<Frame>);
 
 impl Blocks {
-    /// Opens a block when `body` (a line without its `indent`) is a block node whose text is in its children, or a table;
-    /// notes a named row. `first` is the number of chunks before the line.
+    /// Opens a block when `body` (a line without its `indent`) is a block node whose text
+    /// is in its children, or a table; notes a named row. `first` is the number of chunks
+    /// before the line.
     fn open(&mut self, indent: usize, body: &str, first: usize, obs: &Observation<'_>) {
         let Some(rest) = body.strip_prefix("- ") else {
             return;
@@ -327,7 +328,7 @@ pub struct LineParser {
 
 /// The controls of an aria tree: every node of a [`CONTROL_ROLES`] role, with its name,
 /// value and sorted states. A parse leaves them out of [`Observation::controls`]: the tree's
-/// nodes already carry them into the fingerprint, and on a dense page a control a line was a
+/// nodes already carry them into the fingerprint, and on a dense page listing them took a
 /// sixth of the parse's memory.
 pub fn controls(tree: &str) -> Vec<Control<'_>> {
     let mut obs = Observation::new("aria", super::TreeKind::Full);
@@ -662,7 +663,8 @@ static ROLE_BYTES: [bool; 256] = {
     table
 };
 
-/// Whether a tree line carries a ref, and whether it is a diff line; as [`LineParser::line`] reads it.
+/// Whether a tree line carries a ref, and whether it is a diff line, as
+/// [`LineParser::line`] reads it.
 fn line_ref(line: &str) -> (bool, bool) {
     let Some(rest) = line.trim_start().strip_prefix("- ") else {
         return (false, false);
@@ -974,8 +976,8 @@ fn is_state(attr: &str) -> bool {
 
 /// Adds the node's ref and text chunks (and its control, when `controls`) to `obs`;
 /// returns its ref and the hash of its canonical form: role, name, state attributes in
-/// sorted order and the text after the key. Refs, focus and cursor hints are left out, so a re-render that only renumbered refs
-/// hashes alike.
+/// sorted order and the text after the key. Refs, focus and cursor hints are left out, so a
+/// re-render that only renumbered refs hashes alike.
 // `&Cow` rather than `&str`: whether the source borrows from the input decides whether the
 // parts can borrow with the input's lifetime.
 #[allow(clippy::ptr_arg)]
