@@ -265,12 +265,15 @@ impl TreeParts {
                 name: take(r.name),
             })
             .collect();
-        // The parse sized its vectors for a node and a ref on every line; a memo keeps them.
+        // The parse sized its vectors for a node and a ref on every line, and grew its chunks
+        // by doubling; a memo keeps them.
         refs.shrink_to_fit();
+        let mut chunks: Vec<Piece> = obs.chunks.into_iter().map(take).collect();
+        chunks.shrink_to_fit();
         TreeParts {
             has_tree,
             refs,
-            chunks: obs.chunks.into_iter().map(take).collect(),
+            chunks,
             table_ends: obs.table_ends,
             digest: crate::fingerprint::digest(&nodes),
             nodes,
