@@ -107,10 +107,9 @@ pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
 }
 
 /// `line` without its indentation (leading whitespace, as `str::trim_start` reads it).
-/// Indents are ASCII spaces, counted bytewise; anything else takes the Unicode way.
+/// Indents are ASCII spaces, skipped a word at a time; anything else takes the Unicode way.
 fn trim_indent(line: &str) -> &str {
-    let spaces = line.bytes().take_while(|&b| b == b' ').count();
-    let rest = line.get(spaces..).unwrap_or("");
+    let rest = line.get(skip_spaces(line.as_bytes(), 0)..).unwrap_or("");
     match rest.as_bytes().first() {
         Some(&b) if is_plain_ascii(b) => rest,
         _ => rest.trim_start(),
