@@ -582,7 +582,7 @@ fn replace(request: &str, items: &[usize], text: &str) -> Result<String, Failure
         .iter()
         .map(|&item| Edit {
             item,
-            text: text.to_string(),
+            text: text.into(),
             append: false,
         })
         .collect();

@@ -443,14 +443,14 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
         let ask = call(
             json!(format!("h{n}")),
             "browser_history",
-            json!({"id": res.observation_id}),
+            json!({"id": &*res.observation_id}),
         );
         let out = to_client(&r.from_client(&line(&ask)));
         let page = out[0]["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or("");
         assert!(
-            page.starts_with("[staleguard archive]") && page.contains(&res.observation_id),
+            page.starts_with("[staleguard archive]") && page.contains(&*res.observation_id),
             "receipt {} not in browser_history: {page:.200}",
             res.observation_id
         );

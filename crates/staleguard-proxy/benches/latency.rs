@@ -56,16 +56,49 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// The body of turn `round`: the session with its newest browser result made new, as the
-/// next turn of an agent brings one new result and repeats the rest.
-fn turn(body: &str, round: usize) -> String {
-    let mut v: Value = serde_json::from_str(body).expect("JSON");
-    let messages = v["messages"].as_array_mut().expect("messages");
-    if let Some(last) = messages.iter_mut().rev().find(|m| m["role"] == "tool") {
-        let text = last["content"].as_str().unwrap_or("").to_string();
-        last["content"] = format!("{text}\n- text: turn {round}").into();
+/// The requests of a session, turn by turn: `body`, then each turn with one more browser
+/// call and its result (a new page: the newest one, with a line of its own), as an agent's
+/// next request repeats the previous one and adds what is new.
+struct Turns {
+    /// `{"messages":[...` up to the end of the last message of `body`.
+    head: String,
+    page: String,
+}
+
+impl Turns {
+    fn of(body: &str) -> Turns {
+        let v: Value = serde_json::from_str(body).expect("JSON");
+        let messages = v["messages"].as_array().expect("messages");
+        let page = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        let list = serde_json::to_string(messages).expect("JSON");
+        Turns {
+            head: format!("{{\"messages\":{}", &list[..list.len() - 1]),
+            page,
+        }
     }
-    v.to_string()
+
+    /// The request of turn `round`: `round` calls and results after the session's own.
+    fn turn(&self, round: usize) -> String {
+        let mut body = self.head.clone();
+        for i in 0..round {
+            let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("t{i}"),
+                "type": "function", "function": {"name": "browser_snapshot", "arguments": "{}"}}]});
+            let page = format!("{}\n- text: turn {i}", self.page);
+            let result = json!({"role": "tool", "tool_call_id": format!("t{i}"), "content": page});
+            body.push(',');
+            body.push_str(&call.to_string());
+            body.push(',');
+            body.push_str(&result.to_string());
+        }
+        body.push_str("],\"model\":\"gpt-4.1\"}");
+        body
+    }
 }
 
 /// Projection with the defaults, or with evidence and progress as `EVIDENCE` and
@@ -118,7 +151,8 @@ async fn throughput(
 fn profile_warm() {
     let body = request(!std::env::args().any(|a| a == "repeated"));
     let memo = staleguard::Memo::new(staleguard::memo::DEFAULT_MEMO_BYTES);
-    let turns: Vec<String> = (0..ROUNDS).map(|r| turn(&body, r)).collect();
+    let session = Turns::of(&body);
+    let turns: Vec<String> = (0..ROUNDS).map(|r| session.turn(r)).collect();
     let options = || staleguard::Options {
         memo: Some(&memo),
         ..staleguard::Options::default()
@@ -135,6 +169,16 @@ fn profile_warm() {
         );
         std::hint::black_box(projected.map(|p| p.body.len()).ok());
         times.push(t.elapsed());
+    }
+    if std::env::var("SLOW").is_ok() {
+        for (i, t) in times
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.as_secs_f64() > 0.002)
+        {
+            eprintln!("turn {i}: {:.2} ms", t.as_secs_f64() * 1e3);
+        }
+        eprintln!("resumed {}", memo.resumed());
     }
     // The first turn fills the memo; the rest are warm.
     let mut warm = times.split_off(1);
@@ -190,18 +234,18 @@ async fn measure(
     body: &str,
     shape: &str,
 ) {
-    let body = body.to_string();
+    let session = Turns::of(body);
     for i in 0..10 {
-        send(client, up_addr, turn(&body, i)).await;
-        send(client, warm, turn(&body, i)).await;
-        send(client, cold, turn(&body, i)).await;
-        send(client, hop, turn(&body, i)).await;
+        send(client, up_addr, session.turn(i)).await;
+        send(client, warm, session.turn(i)).await;
+        send(client, cold, session.turn(i)).await;
+        send(client, hop, session.turn(i)).await;
     }
     let (mut direct, mut warmed, mut colds, mut hops) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 10..10 + ROUNDS {
         // Each turn brings one result the warm proxy has not seen.
-        let next = turn(&body, round);
+        let next = session.turn(round);
         direct.push(send(client, up_addr, next.clone()).await);
         warmed.push(send(client, warm, next.clone()).await);
         colds.push(send(client, cold, next.clone()).await);
@@ -212,8 +256,9 @@ async fn measure(
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{} byte request of {shape}, {ROUNDS} turns, each with one new browser result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
-        body.len()
+        "{} to {} byte requests of {shape}, {ROUNDS} turns, each with one more browser call and result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
+        session.turn(10).len(),
+        session.turn(10 + ROUNDS - 1).len()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
         let d = percentile(&direct, p);
@@ -231,7 +276,8 @@ async fn measure(
         );
     }
     let n = 100;
-    let last = turn(&body, 0);
+    // The newest turn again: each warm proxy has seen it.
+    let last = session.turn(10 + ROUNDS - 1);
     let rps_direct = throughput(client, up_addr, &last, n).await;
     let rps_warm = throughput(client, warm, &last, n).await;
     let rps_cold = throughput(client, cold, &last, n).await;

@@ -71,6 +71,7 @@
 pub mod adapter;
 pub mod appendix;
 pub mod archive;
+mod checkpoint;
 pub mod config;
 mod error;
 pub mod evidence;

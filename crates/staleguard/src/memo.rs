@@ -15,6 +15,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
+use crate::checkpoint::Checkpoints;
 use crate::session::{Depth, Reading};
 
 /// The default bound: 256 MiB of derived data, the readings of at least 30 MB of results and
@@ -62,6 +63,10 @@ const SCORES_ENTRY_BYTES: u64 = 96;
 /// context per place.
 const SCORES_SHARE: usize = 16;
 
+/// The share of the memo's bound that checkpoints may take: one holds its request's
+/// projected history, so a few sessions of megabytes fit in the default bound.
+const CHECKPOINTS_SHARE: usize = 8;
+
 impl Weighter<u128, Arc<Reading>> for ByBytes {
     fn weight(&self, _key: &u128, reading: &Arc<Reading>) -> u64 {
         weight_of(reading.bytes)
@@ -73,6 +78,11 @@ pub struct Memo {
     cache: Cache<u128, Arc<Reading>, ByBytes>,
     /// Evidence scores per page and context, within a sixteenth of the bound.
     scores: Cache<ScoresKey, Arc<[u32]>, ScoreBytes>,
+    /// The analyses' state where recent requests' frozen history ends, within an eighth of
+    /// the bound.
+    pub(crate) checkpoints: Checkpoints,
+    /// Requests projected from a checkpoint on.
+    resumed: std::sync::atomic::AtomicU64,
     max_bytes: usize,
     /// Seeds the content hash: page text cannot be crafted to collide with another result's
     /// without knowing it.
@@ -96,10 +106,17 @@ impl Memo {
         // rarely under 1 KB.
         let items = (max_bytes / 4096).clamp(16, 1 << 20);
         let scores_bytes = max_bytes / SCORES_SHARE;
+        let checkpoint_bytes = max_bytes / CHECKPOINTS_SHARE;
         let scores_items = (scores_bytes / 512).clamp(16, 1 << 20);
         Memo {
-            cache: Cache::with_weighter(items, (max_bytes - scores_bytes) as u64, ByBytes),
+            cache: Cache::with_weighter(
+                items,
+                (max_bytes - scores_bytes - checkpoint_bytes) as u64,
+                ByBytes,
+            ),
             scores: Cache::with_weighter(scores_items, scores_bytes as u64, ScoreBytes),
+            checkpoints: Checkpoints::new(checkpoint_bytes),
+            resumed: Default::default(),
             max_bytes,
             seed: random_seed(),
         }
@@ -144,6 +161,18 @@ impl Memo {
         scores
     }
 
+    /// How many requests were projected from a checkpoint on: the next turn of a session
+    /// whose previous turn this memo saw, read and analysed only from its newest
+    /// observation on.
+    pub fn resumed(&self) -> u64 {
+        self.resumed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_resumed(&self) {
+        self.resumed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The seed of [`key`](Self::key).
     pub fn seed(&self) -> u64 {
         self.seed
@@ -161,7 +190,7 @@ impl Memo {
 
     /// Estimated bytes kept, never more than the bound.
     pub fn weight(&self) -> u64 {
-        self.cache.weight() + self.scores.weight()
+        self.cache.weight() + self.scores.weight() + self.checkpoints.weight() as u64
     }
 }
 

@@ -11,10 +11,12 @@ use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
 use crate::guard::{self, Verdict};
 use crate::memo::Memo;
-use crate::progress::{self, Progress};
+use crate::progress::{self, Progress, Tracker};
 use crate::projection::{self, Edit, Plan};
 use crate::session::{Depth, Session};
 use crate::tools::BrowserTools;
+
+mod resume;
 
 /// What a projection may use beyond the request and the config.
 #[derive(Debug, Clone, Copy, Default)]
@@ -103,26 +105,76 @@ pub fn project(
     config: &Config,
     options: Options<'_>,
 ) -> Result<Projection, Error> {
+    let checkpoints = checkpointing(format, config, &options);
+    if let Some((memo, context)) = checkpoints {
+        let found = memo.checkpoints.find(body, context);
+        if let Some(p) = found.and_then(|c| resume::project(body, format, config, memo, &c)) {
+            memo.count_resumed();
+            return Ok(p);
+        }
+    }
+    project_whole(body, format, config, options, checkpoints)
+}
+
+/// The memo that keeps checkpoints for this request, and the context they are kept under:
+/// only for the formats that resume, and for answers that depend on nothing a checkpoint
+/// does not keep (host evidence, the guard's verdicts, a request budget that weighs the
+/// whole request).
+fn checkpointing<'m>(
+    format: RequestFormat,
+    config: &Config,
+    options: &Options<'m>,
+) -> Option<(&'m Memo, u64)> {
+    let resumes = matches!(format, RequestFormat::OpenAiChat | RequestFormat::Anthropic);
+    let whole = !options.explicit.is_empty() || options.verdicts;
+    if !resumes || whole || config.request_budget_bytes.is_some() {
+        return None;
+    }
+    let memo = options.memo?;
+    Some((memo, crate::checkpoint::context_of(format, config)))
+}
+
+/// [`project`] from the first message on; with `checkpoints`, a checkpoint for the next
+/// request is kept.
+fn project_whole(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    options: Options<'_>,
+    checkpoints: Option<(&Memo, u64)>,
+) -> Result<Projection, Error> {
     let (request, format, format_reason) = read_request(body, format)?;
     let tools = BrowserTools::new(&config.browser_tools);
-    // Progress, evidence and the guard read trees: then read them with the headers.
-    let reads_trees = config.progress_on() || config.evidence_on() || options.verdicts;
-    let depth = if reads_trees {
-        Depth::Full
-    } else {
-        Depth::Header
-    };
-    let session = Session::read(request.transcript(), &tools, options.memo, depth);
+    let session = Session::read(
+        request.transcript(),
+        &tools,
+        options.memo,
+        depth(config, options.verdicts),
+    );
     let mut report = projection::plan(&session, config.receipt_max_bytes);
-    let (progress, verdicts) = analyse_progress(&session, &tools, config, options.verdicts);
+    let cut = checkpoints.and_then(|_| resume::Cut::of(&request, &session, &report));
+    let snapshots = cut.as_ref().map(|c| (c.resume.item, c.frozen));
+    let (progress, verdicts, tracker) = analyse_progress(
+        &session,
+        &tools,
+        config,
+        options.verdicts,
+        snapshots.map(|s| s.0),
+    );
     // Guidance and evidence ride on the newest non-failed browser result of the live state.
     let target = evidence::target(&session, &report);
+    let mut guidance = false;
     if let (true, Some(progress), Some(target)) = (config.progress_on(), &progress, target) {
-        add_guidance(progress, target, &mut report);
+        guidance = add_guidance(progress, target, &mut report);
     }
     let mut evidence = EvidenceReport::default();
+    let mut written = None;
     if config.evidence_on() {
-        evidence = add_written_evidence(&request, &session, &mut report, config, options.memo);
+        let until = snapshots.map(|s| s.1);
+        let (report_of, chosen) =
+            add_written_evidence(&request, &session, &mut report, config, options.memo, until);
+        evidence = report_of;
+        written = Some(chosen);
     }
     if let (false, true, Some(target)) = (options.explicit.is_empty(), config.evidence_on(), target)
     {
@@ -138,9 +190,20 @@ pub fn project(
         }
         _ => None,
     };
-    let body = request.write_with(&report.edits, breakpoint);
+    let body_out = match (cut, checkpoints) {
+        (Some(cut), Some((memo, context))) => {
+            let parts = resume::Parts {
+                report: &report,
+                guidance,
+                written: written.as_ref(),
+                tracker,
+            };
+            resume::write_and_keep(body, &request, breakpoint, None, cut, parts, memo, context)
+        }
+        _ => request.write_with(&report.edits, breakpoint),
+    };
     Ok(Projection {
-        body,
+        body: body_out,
         format,
         format_reason,
         report,
@@ -152,9 +215,19 @@ pub fn project(
     })
 }
 
+/// How far results are read: progress, evidence and the guard read trees, so then they
+/// are read with the headers.
+fn depth(config: &Config, verdicts: bool) -> Depth {
+    if config.progress_on() || config.evidence_on() || verdicts {
+        Depth::Full
+    } else {
+        Depth::Header
+    }
+}
+
 /// The transcript item where the content that stays frozen from this request to the next
 /// ends (SPEC 9, C1): the live page state or the newest browser result, whichever is first.
-fn frozen_end(session: &Session<'_>, plan: &Plan) -> Option<usize> {
+pub(crate) fn frozen_end(session: &Session<'_>, plan: &Plan) -> Option<usize> {
     let newest = session.steps.last().map(|s| s.item);
     let live = plan
         .results
@@ -165,13 +238,15 @@ fn frozen_end(session: &Session<'_>, plan: &Plan) -> Option<usize> {
     newest.into_iter().chain(live).min()
 }
 
-/// Progress (counting only, unless verdicts are asked for: one full replay gives both).
+/// Progress (counting only, unless verdicts are asked for: one full replay gives both);
+/// with `snapshot`, also the counting tracker before transcript item `snapshot`.
 fn analyse_progress(
     session: &Session<'_>,
     tools: &BrowserTools,
     config: &Config,
     with_verdicts: bool,
-) -> (Option<Progress>, Vec<CallVerdict>) {
+    snapshot: Option<usize>,
+) -> (Option<Progress>, Vec<CallVerdict>, Option<Tracker>) {
     if with_verdicts {
         let (progress, verdicts) = guard::verdicts_in(session, tools, config.max_repeats);
         // One verdict per browser call, in order.
@@ -186,49 +261,73 @@ fn analyse_progress(
                 verdict,
             })
             .collect();
-        return (Some(progress), verdicts);
+        return (Some(progress), verdicts, None);
     }
-    let progress = config
-        .progress_on()
-        .then(|| progress::steps_in(session, config.max_repeats));
-    (progress, Vec::new())
+    if !config.progress_on() {
+        return (None, Vec::new(), None);
+    }
+    let tracker = Tracker::counting(config.max_repeats);
+    let (progress, snapshot) = track(session, tracker, 0, snapshot);
+    (Some(progress), Vec::new(), snapshot)
+}
+
+/// Replays `session` into `tracker` from transcript item `from` on; with `snapshot`, also
+/// gives the tracker as it was before item `snapshot`.
+pub(crate) fn track(
+    session: &Session<'_>,
+    tracker: Tracker,
+    from: usize,
+    snapshot: Option<usize>,
+) -> (Progress, Option<Tracker>) {
+    let Some(cut) = snapshot else {
+        let tracker = tracker.replay_items(session, from..usize::MAX, |_, _, _, _| {});
+        return (tracker.into_progress(), None);
+    };
+    let tracker = tracker.replay_items(session, from..cut, |_, _, _, _| {});
+    let kept = tracker.clone();
+    let tracker = tracker.replay_items(session, cut..usize::MAX, |_, _, _, _| {});
+    (tracker.into_progress(), Some(kept))
 }
 
 /// Appends the no-progress guidance to `target` ([`evidence::target`]) when the session is
-/// stalled.
-fn add_guidance(progress: &Progress, target: usize, plan: &mut Plan) {
-    let Some(step) = progress.last() else {
-        return;
+/// stalled; true when it did.
+pub(crate) fn add_guidance(progress: &Progress, target: usize, plan: &mut Plan) -> bool {
+    let Some(step) = progress.last().filter(|s| s.stalled) else {
+        return false;
     };
-    if step.stalled {
-        plan.edits.push(Edit {
-            item: target,
-            text: progress::guidance(step),
-            append: true,
-        });
-    }
+    plan.edits.push(Edit {
+        item: target,
+        text: progress::guidance(step).into(),
+        append: true,
+    });
+    true
 }
 
 /// Writes every collapsed page's quotes inside it, and a question's answers after the newest
-/// browser result before it (SPEC 9, C2 and C3).
+/// browser result before it (SPEC 9, C2 and C3). With `snapshot`, the choice is also kept as
+/// it was after every event at or before transcript item `snapshot`.
 fn add_written_evidence(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
     config: &Config,
     memo: Option<&Memo>,
-) -> EvidenceReport {
-    let limits = evidence::Limits {
-        max_bytes: config.evidence_max_bytes,
-        max_items: config.evidence_max_items,
-        max_quote_bytes: config.evidence_max_quote_bytes,
-    };
-    let chosen = crate::written::choose(request.transcript(), session, plan, limits, memo);
+    snapshot: Option<usize>,
+) -> (EvidenceReport, WrittenEvidence) {
+    let (chosen, kept) = crate::written::choose_from(
+        request.transcript(),
+        session,
+        plan,
+        crate::written::Choice::new(limits(config)),
+        None,
+        snapshot,
+        memo,
+    );
     // Under a budget the newest quotes go first, whole, until the request fits; the older
     // ones are in the provider's cache already.
-    let mut keep = chosen.len();
+    let mut keep = chosen.state.len();
     let (written, edits) = loop {
-        let written = chosen.render(keep);
+        let written = chosen.state.render(keep);
         let mut edits = plan.edits.clone();
         crate::written::apply(&written, &mut edits);
         let fits = config
@@ -240,6 +339,27 @@ fn add_written_evidence(
         keep -= 1;
     };
     plan.edits = edits;
+    let report = written_report(&written);
+    (report, WrittenEvidence { written, kept })
+}
+
+/// The evidence a request carries, and the choice a checkpoint keeps.
+pub(crate) struct WrittenEvidence {
+    pub(crate) written: crate::written::Written,
+    pub(crate) kept: Option<crate::written::Choice>,
+}
+
+/// The caps of the evidence track in `config`.
+pub(crate) fn limits(config: &Config) -> evidence::Limits {
+    evidence::Limits {
+        max_bytes: config.evidence_max_bytes,
+        max_items: config.evidence_max_items,
+        max_quote_bytes: config.evidence_max_quote_bytes,
+    }
+}
+
+/// What `written` reports: its quotes, refusals, omissions and bytes.
+pub(crate) fn written_report(written: &crate::written::Written) -> EvidenceReport {
     let bytes = written
         .inside
         .iter()
@@ -247,9 +367,9 @@ fn add_written_evidence(
         .map(|(_, t)| t.len())
         .sum();
     EvidenceReport {
-        retained: written.quotes,
-        refused: written.refused,
-        omitted: written.omitted,
+        retained: written.quotes.clone(),
+        refused: written.refused.clone(),
+        omitted: written.omitted.clone(),
         bytes,
         ..EvidenceReport::default()
     }
@@ -281,7 +401,7 @@ fn add_evidence(
                 sizes.get_or_init(|| (request.written_len(&plan.edits), request.written_len(&[])));
             let appended = Edit {
                 item: target,
-                text: block.to_string(),
+                text: block.into(),
                 append: true,
             };
             base + request.written_len(std::slice::from_ref(&appended)) - body_len <= budget
@@ -291,7 +411,7 @@ fn add_evidence(
     if let Some(text) = block {
         plan.edits.push(Edit {
             item: target,
-            text,
+            text: text.into(),
             append: true,
         });
     }

@@ -357,6 +357,14 @@ impl Tracker {
         &self.progress
     }
 
+    /// Estimated bytes it holds on the heap (a checkpoint keeps it).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.progress.steps.capacity() * std::mem::size_of::<Step>()
+            + self.history.len() * 512
+            + self.submissions.len() * 128
+            + 4096
+    }
+
     /// The progress, taken out.
     pub fn into_progress(self) -> Progress {
         self.progress
@@ -382,11 +390,27 @@ impl Tracker {
 
     /// Replays `session`, calling `on_call` before each browser call is taken in.
     pub fn replay(
+        self,
+        session: &Session<'_>,
+        on_call: impl FnMut(&Tracker, usize, &str, &str),
+    ) -> Tracker {
+        self.replay_items(session, 0..usize::MAX, on_call)
+    }
+
+    /// [`replay`](Self::replay), only the calls and results at transcript items in `items`:
+    /// a checkpoint keeps the tracker between two of them.
+    pub(crate) fn replay_items(
         mut self,
         session: &Session<'_>,
+        items: std::ops::Range<usize>,
         mut on_call: impl FnMut(&Tracker, usize, &str, &str),
     ) -> Tracker {
-        for event in session.events() {
+        let at = |e: &Event<'_, '_>| match e {
+            Event::Call(call) => call.item,
+            Event::Result(step) => step.item,
+        };
+        let events = session.events().skip_while(|e| at(e) < items.start);
+        for event in events.take_while(|e| at(e) < items.end) {
             match event {
                 Event::Call(call) if crate::tools::is_own(call.tool) => {}
                 Event::Result(step) if crate::tools::is_own(step.tool) => {}

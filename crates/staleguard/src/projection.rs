@@ -8,6 +8,8 @@
 //! [`Edit`] are public for hosts that run the stages themselves: the CLI's `replay`
 //! projects a session step by step.
 
+use std::sync::Arc;
+
 use crate::observation::TreeKind;
 use crate::session::{Session, Step};
 
@@ -47,19 +49,19 @@ pub struct ResultReport {
     /// Index of the message (or item) in the request.
     pub message: usize,
     /// The call ID the result answers, when the wire format gives one.
-    pub call_id: Option<String>,
+    pub call_id: Option<Arc<str>>,
     /// The browser tool that produced it, as the request spells it.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// Short ID of the result (see [`observation_id`](crate::receipt::observation_id)).
-    pub observation_id: String,
+    pub observation_id: Arc<str>,
     /// What the result is, after projection.
     pub status: Status,
     /// Name of the observation format that recognised it; `None` when none did.
     pub format: Option<&'static str>,
     /// The page URL it names, if any.
-    pub url: Option<String>,
+    pub url: Option<Arc<str>>,
     /// The page title it names, if any.
-    pub title: Option<String>,
+    pub title: Option<Arc<str>>,
     /// Text bytes before projection.
     pub bytes_before: usize,
     /// Text bytes after projection: the receipt's when it collapsed.
@@ -76,8 +78,9 @@ pub struct Edit {
     /// Index of the item in the transcript.
     pub item: usize,
     /// The new text of the result (image parts are dropped), or, when `append` is set,
-    /// text added after the result's own content, which stays byte-identical.
-    pub text: String,
+    /// text added after the result's own content, which stays byte-identical. Shared: a
+    /// report of a long session lists thousands, and checkpoints keep them.
+    pub text: Arc<str>,
     /// Add `text` after the result's content instead of replacing it (evidence, guidance).
     pub append: bool,
 }
@@ -156,7 +159,7 @@ fn report(
         images_dropped = step.images + header.images;
         edits.push(Edit {
             item: step.item,
-            text: collapsed,
+            text: collapsed.into(),
             append: false,
         });
     }
@@ -164,13 +167,13 @@ fn report(
     ResultReport {
         item: step.item,
         message: step.message,
-        call_id: step.call_id.map(str::to_string),
-        tool: step.tool.to_string(),
-        observation_id: reading.id.clone(),
+        call_id: step.call_id.map(Arc::from),
+        tool: Arc::from(step.tool),
+        observation_id: Arc::from(reading.id.as_str()),
         status,
         format: header.map(|o| o.format),
-        url: header.and_then(|o| o.url.clone()),
-        title: header.and_then(|o| o.title.clone()),
+        url: header.and_then(|o| o.url.as_deref()).map(Arc::from),
+        title: header.and_then(|o| o.title.as_deref()).map(Arc::from),
         bytes_before: step.text.len(),
         bytes_after,
         refs_withheld,

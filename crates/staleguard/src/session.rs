@@ -584,6 +584,8 @@ pub struct Step<'t> {
     pub reading: Arc<Reading>,
     /// The text's content key: a seeded 128-bit hash of its bytes (the memo's, with one).
     pub key: u128,
+    /// Index of its call in the transcript.
+    pub call_item: usize,
 }
 
 impl Step<'_> {
@@ -621,6 +623,9 @@ pub struct Session<'t> {
     pub steps: Vec<Step<'t>>,
     /// Browser calls in order, answered or not.
     pub calls: Vec<Call<'t>>,
+    /// Results that name a call ID no call before them has: a request read from a
+    /// checkpoint on cannot tell whether their calls were browser calls.
+    pub(crate) unpaired: usize,
 }
 
 impl<'t> Session<'t> {
@@ -658,7 +663,10 @@ impl<'t> Session<'t> {
                     arguments: &call.arguments,
                 }),
                 Item::Result(result) => {
-                    let Some(c) = pairs[item].and_then(|c| transcript.call(c)) else {
+                    let Some((call_item, c)) =
+                        pairs[item].and_then(|c| Some((c, transcript.call(c)?)))
+                    else {
+                        session.unpaired += usize::from(result.call_id.is_some());
                         continue;
                     };
                     if !is_browser(&c.name) {
@@ -689,6 +697,7 @@ impl<'t> Session<'t> {
                         failed: result.is_error || reading.failed,
                         reading,
                         key,
+                        call_item,
                     });
                 }
                 _ => {}

@@ -70,11 +70,19 @@ pub struct Written {
     pub refused: Vec<Quote>,
     /// Quotes left out by the request budget, with a notice.
     pub omitted: Vec<Quote>,
+    /// The block of each quote in `quotes`.
+    pub(crate) quote_blocks: Vec<Block>,
+    /// The block of each quote in `refused`.
+    pub(crate) refused_blocks: Vec<Block>,
 }
 
-/// One quote on its way to the request.
-struct Kept<'t> {
-    chunk: Chunk<'t>,
+/// One quote on its way to the request. It owns its text: a checkpoint keeps the quotes
+/// chosen so far across requests.
+#[derive(Debug, Clone)]
+struct Kept {
+    /// Its page's normalised URL, which tells quotes of one page apart.
+    key: String,
+    quote: Quote,
     /// Its line in the request.
     line: String,
     /// The block it is written in.
@@ -82,76 +90,157 @@ struct Kept<'t> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Block {
+pub(crate) enum Block {
     /// Inside the collapsed content of transcript item `.0`.
     Inside(usize),
     /// A part appended to transcript item `.0`.
     Appended(usize),
 }
 
-/// Chooses the quotes of every collapsed observation and follow-up question of `session`;
-/// a `memo` keeps each page's scores across requests.
-pub fn choose<'t>(
-    transcript: &'t Transcript<'_>,
-    session: &'t Session<'t>,
+/// Chooses the quotes of the collapsed observations and follow-up questions of `session`
+/// from `choice` on, taking in the events after transcript item `done` (all, without). With
+/// `snapshot`, also gives the choice as it was after every event at or before that item. A
+/// `memo` keeps each page's scores across requests.
+pub(crate) fn choose_from(
+    transcript: &Transcript<'_>,
+    session: &Session<'_>,
     plan: &Plan,
-    limits: Limits,
+    mut choice: Choice,
+    done: Option<usize>,
+    snapshot: Option<usize>,
     memo: Option<&Memo>,
-) -> Chosen<'t> {
+) -> (Choice, Option<Choice>) {
     let events = Events::of(transcript, session, plan);
-    let mut state = Chosen {
-        max_quote_bytes: limits.max_quote_bytes,
-        ..Chosen::default()
+    let new = done.map_or(0, |done| events.order.partition_point(|e| e.at() <= done));
+    let events = &events.order[new..];
+    let Some(cut) = snapshot else {
+        choice.run(transcript, session, plan, events, memo);
+        return (choice, None);
     };
-    let mut task = Task::default();
-    // The task's text so far, hashed as it is read: with the model's words, the context a
-    // page's scores are kept for.
-    let mut task_hash = xxhash_rust::xxh3::Xxh3::new();
-    let mut furniture = Furniture::default();
-    let mut read_up_to = 0;
-    let mut index = None;
-    for event in &events.order {
-        let at = event.at().min(transcript.items.len());
-        for item in transcript.items.get(read_up_to..at).unwrap_or_default() {
+    let (before, after) = events.split_at(events.partition_point(|e| e.at() <= cut));
+    choice.run(transcript, session, plan, before, memo);
+    // A request resumed from here reads nothing before the cut again: the user's words and
+    // the pages up to it are taken in now, as the next event would take them in anyway.
+    choice.read_task(transcript, cut + 1);
+    choice.furniture.read_until(session, cut + 1);
+    let kept = choice.clone();
+    choice.run(transcript, session, plan, after, memo);
+    (choice, Some(kept))
+}
+
+/// The quotes chosen so far and what they were weighed against, between two events. Every
+/// part is a function of the transcript up to the last event taken in, so a later request
+/// that repeats that transcript resumes from it (a checkpoint keeps it).
+#[derive(Clone)]
+pub(crate) struct Choice {
+    pub(crate) state: Chosen,
+    task: Task,
+    /// The task's text so far, hashed as it is read: with the model's words, the context a
+    /// page's scores are kept for.
+    task_hash: xxhash_rust::xxh3::Xxh3,
+    furniture: Furniture,
+    read_up_to: usize,
+    limits: Limits,
+}
+
+impl Choice {
+    pub(crate) fn new(limits: Limits) -> Choice {
+        Choice {
+            state: Chosen {
+                max_quote_bytes: limits.max_quote_bytes,
+                ..Chosen::default()
+            },
+            task: Task::default(),
+            task_hash: xxhash_rust::xxh3::Xxh3::new(),
+            furniture: Furniture::default(),
+            read_up_to: 0,
+            limits,
+        }
+    }
+
+    /// Takes in `events`, in order.
+    pub(crate) fn run(
+        &mut self,
+        transcript: &Transcript<'_>,
+        session: &Session<'_>,
+        plan: &Plan,
+        events: &[Event],
+        memo: Option<&Memo>,
+    ) {
+        let mut index = None;
+        for event in events {
+            let at = event.at().min(transcript.items.len());
+            self.read_task(transcript, at);
+            self.furniture.read_until(session, at);
+            match *event {
+                Event::Collapse { step, next, until } => {
+                    let page = Page { step, next, until };
+                    let context = Context {
+                        task_hash: self.task_hash.digest(),
+                        furniture: &self.furniture,
+                        memo,
+                    };
+                    let chosen = choose_for_page(
+                        transcript,
+                        session,
+                        page,
+                        context,
+                        &mut self.task,
+                        &self.state,
+                    );
+                    let block = Block::Inside(session.steps[step].item);
+                    self.state.add(chosen, block, self.limits);
+                }
+                Event::Question { item, target } => {
+                    let (asked, index) = index.get_or_insert_with(|| {
+                        let asked = Asked::of(transcript, events);
+                        let index = Index::of(session, plan, &asked.all);
+                        (asked, index)
+                    });
+                    // Every question is a user message, whose words `Asked` read.
+                    if let Some(question) = asked.by_item.get(&item) {
+                        let chosen = choose_for_question(
+                            session,
+                            index,
+                            target,
+                            question,
+                            &self.furniture,
+                            &self.state,
+                        );
+                        let block = Block::Appended(session.steps[target].item);
+                        self.state.add(chosen, block, self.limits);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Estimated bytes it holds on the heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let kept: usize = self.state.kept.iter().map(|k| 2 * k.line.len() + 128).sum();
+        let task: usize = self.task.texts.iter().map(String::len).sum();
+        self.furniture.heap_bytes() + kept + task + self.task.words.0.capacity() * 18
+    }
+
+    /// Reads the user's messages before transcript item `at` into the task.
+    fn read_task(&mut self, transcript: &Transcript<'_>, at: usize) {
+        for item in transcript
+            .items
+            .get(self.read_up_to..at)
+            .unwrap_or_default()
+        {
             if let Item::Text {
                 role: Role::User,
                 text,
             } = item
             {
-                task.texts.push(text);
-                task_hash.update(text.as_bytes());
-                task_hash.update(&[0]);
+                self.task.texts.push(text.to_string());
+                self.task_hash.update(text.as_bytes());
+                self.task_hash.update(&[0]);
             }
         }
-        read_up_to = read_up_to.max(at);
-        furniture.read_until(session, at);
-        match *event {
-            Event::Collapse { step, next, until } => {
-                let page = Page { step, next, until };
-                let context = Context {
-                    task_hash: task_hash.digest(),
-                    furniture: &furniture,
-                    memo,
-                };
-                let chosen = choose_for_page(transcript, session, page, context, &mut task, &state);
-                state.add(chosen, Block::Inside(session.steps[step].item), limits);
-            }
-            Event::Question { item, target } => {
-                let (asked, index) = index.get_or_insert_with(|| {
-                    let asked = Asked::of(transcript, &events);
-                    let index = Index::of(session, plan, &asked.all);
-                    (asked, index)
-                });
-                // Every question is a user message, whose words `Asked` read.
-                if let Some(question) = asked.by_item.get(&item) {
-                    let chosen =
-                        choose_for_question(session, index, target, question, &furniture, &state);
-                    state.add(chosen, Block::Appended(session.steps[target].item), limits);
-                }
-            }
-        }
+        self.read_up_to = self.read_up_to.max(at);
     }
-    state
 }
 
 /// What a page's quotes are weighed against: the user's words so far, and the text every
@@ -159,21 +248,21 @@ pub fn choose<'t>(
 #[derive(Clone, Copy)]
 struct Context<'c> {
     task_hash: u64,
-    furniture: &'c Furniture<'c>,
+    furniture: &'c Furniture,
     /// Keeps each page's scores per context across requests.
     memo: Option<&'c Memo>,
 }
 
 /// The user's messages so far, whose words are read only when a page's scores are not
 /// kept: on a later turn every page's are.
-#[derive(Default)]
-struct Task<'t> {
-    texts: Vec<&'t str>,
+#[derive(Default, Clone)]
+struct Task {
+    texts: Vec<String>,
     words: Words,
     read: usize,
 }
 
-impl Task<'_> {
+impl Task {
     fn words(&mut self) -> &Words {
         for text in self.texts.get(self.read..).unwrap_or_default() {
             self.words.add(text);
@@ -186,36 +275,57 @@ impl Task<'_> {
 /// Text that pages at more than one URL showed (navigation, footers, the site's name): it
 /// says nothing about any one page. Read from the pages before each point where quotes are
 /// chosen, so the choice depends on the transcript up to there alone.
-#[derive(Default)]
-struct Furniture<'t> {
-    /// The page key each text was first seen at.
-    first_seen: HashMap<u64, &'t str, Fast>,
+#[derive(Default, Clone)]
+struct Furniture {
+    /// The page each text was first seen on, by its index in `pages`.
+    first_seen: HashMap<u64, u32, Fast>,
+    /// The keys of the pages read, in the order they first showed a text.
+    pages: Vec<Box<str>>,
     repeated: HashSet<u64, Fast>,
-    read: usize,
+    /// Every step before this transcript item has been read.
+    read_until: usize,
 }
 
-impl<'t> Furniture<'t> {
+impl Furniture {
     /// Reads the pages of the steps before transcript item `at`.
-    fn read_until(&mut self, session: &'t Session<'_>, at: usize) {
-        while let Some(step) = session.steps.get(self.read).filter(|s| s.item < at) {
-            self.read += 1;
+    fn read_until(&mut self, session: &Session<'_>, at: usize) {
+        let first = session.steps.partition_point(|s| s.item < self.read_until);
+        for step in session.steps[first..].iter().take_while(|s| s.item < at) {
+            self.read_until = step.item + 1;
             if step.failed || step.reading.header.is_none() {
                 continue;
             }
-            let key = step.reading.url_key();
-            for chunk in &step.reading.page_facts(step.text).chunks {
-                match self.first_seen.get(&chunk.hash) {
-                    // Most repeats are the same reading again: one key, at one address.
-                    Some(first) if !std::ptr::eq(*first, key) && *first != key => {
+            self.read(step);
+        }
+        self.read_until = self.read_until.max(at);
+    }
+
+    fn read(&mut self, step: &Step<'_>) {
+        let key = step.reading.url_key();
+        let page = self.pages.len() as u32;
+        let mut pushed = false;
+        for chunk in &step.reading.page_facts(step.text).chunks {
+            match self.first_seen.get(&chunk.hash) {
+                Some(&first) => {
+                    if self.pages.get(first as usize).is_some_and(|k| **k != *key) {
                         self.repeated.insert(chunk.hash);
                     }
-                    Some(_) => {}
-                    None => {
-                        self.first_seen.insert(chunk.hash, key);
+                }
+                None => {
+                    if !pushed {
+                        self.pages.push(key.into());
+                        pushed = true;
                     }
+                    self.first_seen.insert(chunk.hash, page);
                 }
             }
         }
+    }
+
+    /// Estimated bytes it holds on the heap.
+    fn heap_bytes(&self) -> usize {
+        let keys: usize = self.pages.iter().map(|k| k.len() + 16).sum();
+        self.first_seen.capacity() * 14 + self.repeated.capacity() * 10 + keys
     }
 
     fn has(&self, chunk: &Chunk<'_>) -> bool {
@@ -224,7 +334,7 @@ impl<'t> Furniture<'t> {
 }
 
 /// Words of context, each with whether it holds a digit.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Words(HashMap<u64, bool, Fast>);
 
 impl Words {
@@ -276,7 +386,7 @@ fn before_url(piece: &str) -> &str {
 
 /// Where quotes are chosen, in transcript order.
 #[derive(Debug, Clone, Copy)]
-enum Event {
+pub(crate) enum Event {
     /// Step `step` was superseded by step `next`, the observation at transcript item
     /// `until`.
     Collapse {
@@ -289,9 +399,18 @@ enum Event {
     Question { item: usize, target: usize },
 }
 
+impl Block {
+    /// The transcript item it is written on.
+    pub(crate) fn item(self) -> usize {
+        match self {
+            Block::Inside(item) | Block::Appended(item) => item,
+        }
+    }
+}
+
 impl Event {
     /// Where in the transcript it happens.
-    fn at(&self) -> usize {
+    pub(crate) fn at(&self) -> usize {
         match *self {
             Event::Collapse { until, .. } => until,
             Event::Question { item, .. } => item,
@@ -299,12 +418,12 @@ impl Event {
     }
 }
 
-struct Events {
-    order: Vec<Event>,
+pub(crate) struct Events {
+    pub(crate) order: Vec<Event>,
 }
 
 impl Events {
-    fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
+    pub(crate) fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
         let mut order = Vec::new();
         let steps = &session.steps;
         // The observation after each step, found in one pass from the end.
@@ -366,17 +485,21 @@ impl Events {
 
 /// The quotes chosen so far, in request order, and what the caps and the per-quote limit
 /// did.
-#[derive(Default)]
-pub struct Chosen<'t> {
-    kept: Vec<Kept<'t>>,
+#[derive(Debug, Default, Clone)]
+pub struct Chosen {
+    kept: Vec<Kept>,
     /// Quotes dropped by the caps, per block that announces it.
     dropped: Vec<(Block, usize)>,
     /// Chunks over the per-quote limit, refused whole, per block that announces it.
-    refused: Vec<(Block, Chunk<'t>)>,
+    refused: Vec<(Block, Quote)>,
     max_quote_bytes: usize,
+    /// The lowest transcript item whose block lost quotes to the caps since this was last
+    /// reset: a resumed choice that drops a quote written before its resume point cannot
+    /// keep the prefix it resumed from.
+    pub(crate) lowest_drop: Option<usize>,
 }
 
-impl<'t> Chosen<'t> {
+impl Chosen {
     /// How many quotes were chosen.
     pub fn len(&self) -> usize {
         self.kept.len()
@@ -386,15 +509,15 @@ impl<'t> Chosen<'t> {
     fn has(&self, chunk: &Chunk<'_>) -> bool {
         self.kept
             .iter()
-            .any(|k| k.chunk.key == chunk.key && k.chunk.text.contains(chunk.text))
+            .any(|k| *k.key == *chunk.key && k.quote.quote.contains(chunk.text))
     }
 
     /// Adds `chosen` in `block`; when the caps would be passed, the oldest quotes go until
     /// at most half the caps are used (C3), so the cached prefix breaks rarely, at one place.
     /// The new block's own quotes stay, as many as the caps allow.
-    fn add(&mut self, chosen: Picked<'t>, block: Block, limits: Limits) {
+    fn add(&mut self, chosen: Picked<'_>, block: Block, limits: Limits) {
         self.refused
-            .extend(chosen.refused.into_iter().map(|c| (block, c)));
+            .extend(chosen.refused.iter().map(|c| (block, quote_of(c))));
         let first_new = self.kept.len();
         let (mut items, mut bytes) = (0, 0);
         for chunk in chosen.chunks {
@@ -405,7 +528,12 @@ impl<'t> Chosen<'t> {
             }
             items += 1;
             bytes += size;
-            self.kept.push(Kept { chunk, line, block });
+            self.kept.push(Kept {
+                key: chunk.key.to_string(),
+                quote: quote_of(&chunk),
+                line,
+                block,
+            });
         }
         if self.kept.len() == first_new || !over(&self.kept, limits.max_items, limits.max_bytes) {
             return;
@@ -415,6 +543,8 @@ impl<'t> Chosen<'t> {
         while dropped < first_new && over(&self.kept[dropped..], half_items, half_bytes) {
             dropped += 1;
         }
+        let lowest = self.kept[..dropped].iter().map(|k| k.block.item()).min();
+        self.lowest_drop = self.lowest_drop.into_iter().chain(lowest).min();
         self.kept.drain(..dropped);
         if dropped > 0 {
             self.dropped.push((block, dropped));
@@ -424,6 +554,11 @@ impl<'t> Chosen<'t> {
     /// The blocks to write, with the first `keep` quotes (in request order); the rest are
     /// omitted, with a notice in the newest block.
     pub fn render(&self, keep: usize) -> Written {
+        self.render_from(keep, 0)
+    }
+
+    /// [`render`](Self::render), only the blocks at transcript item `from` and after.
+    pub(crate) fn render_from(&self, keep: usize, from: usize) -> Written {
         let mut blocks: Vec<Block> = self.kept.iter().map(|k| k.block).collect();
         blocks.extend(self.dropped.iter().map(|(b, _)| *b));
         blocks.extend(self.refused.iter().map(|(b, _)| *b));
@@ -432,7 +567,7 @@ impl<'t> Chosen<'t> {
         let omitted = self.kept.len().saturating_sub(keep);
         let newest = blocks.last().copied();
         let mut written = Written::default();
-        for block in blocks {
+        for block in blocks.into_iter().filter(|b| b.item() >= from) {
             let mut text = String::from(EVIDENCE_HEADER);
             let mut any = false;
             for (i, k) in self
@@ -441,14 +576,14 @@ impl<'t> Chosen<'t> {
                 .enumerate()
                 .filter(|(_, k)| k.block == block)
             {
-                let quote = quote_of(&k.chunk);
                 if i >= keep {
-                    written.omitted.push(quote);
+                    written.omitted.push(k.quote.clone());
                     continue;
                 }
                 text.push('\n');
                 text.push_str(&k.line);
-                written.quotes.push(quote);
+                written.quotes.push(k.quote.clone());
+                written.quote_blocks.push(block);
                 any = true;
             }
             let notices = self.notices(block, omitted, newest == Some(block), &mut written);
@@ -481,12 +616,15 @@ impl<'t> Chosen<'t> {
             .refused
             .iter()
             .filter(|(b, _)| *b == block)
-            .map(|(_, c)| quote_of(c))
+            .map(|(_, q)| q.clone())
             .collect();
         notices.extend(crate::evidence::refused_notice(
             &refused,
             self.max_quote_bytes,
         ));
+        written
+            .refused_blocks
+            .extend(std::iter::repeat(block).take(refused.len()));
         written.refused.extend(refused);
         let dropped: usize = self
             .dropped
@@ -504,7 +642,7 @@ impl<'t> Chosen<'t> {
     }
 }
 
-fn over(kept: &[Kept<'_>], items: usize, bytes: usize) -> bool {
+fn over(kept: &[Kept], items: usize, bytes: usize) -> bool {
     kept.len() > items || kept.iter().map(|k| k.line.len() + 1).sum::<usize>() > bytes
 }
 
@@ -599,8 +737,8 @@ fn choose_for_page<'t>(
     session: &'t Session<'t>,
     at: Page,
     context: Context<'_>,
-    task: &mut Task<'_>,
-    state: &Chosen<'_>,
+    task: &mut Task,
+    state: &Chosen,
 ) -> Picked<'t> {
     let page = &session.steps[at.step];
     let header = page.reading.header.as_ref();
@@ -744,12 +882,12 @@ struct Asked {
 }
 
 impl Asked {
-    fn of(transcript: &Transcript<'_>, events: &Events) -> Asked {
+    fn of(transcript: &Transcript<'_>, events: &[Event]) -> Asked {
         let mut asked = Asked {
             by_item: HashMap::default(),
             all: HashSet::default(),
         };
-        for event in &events.order {
+        for event in events {
             if let Event::Question { item, .. } = *event {
                 if let Some(Item::Text { text, .. }) = transcript.items.get(item) {
                     let words = Words::of(text);
@@ -848,8 +986,8 @@ fn choose_for_question<'t>(
     index: &Index<'t>,
     target: usize,
     question: &Words,
-    furniture: &Furniture<'_>,
-    state: &Chosen<'_>,
+    furniture: &Furniture,
+    state: &Chosen,
 ) -> Picked<'t> {
     let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
     // Each word of the question, with the candidate chunks that hold it.
@@ -912,7 +1050,7 @@ fn choose_for_question<'t>(
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
 /// Ties go to the newer page, then to page order: deterministic.
-fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &Chosen<'_>) -> Picked<'t> {
+fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &Chosen) -> Picked<'t> {
     let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
     let mut ranked: Vec<(u32, usize)> = scores
         .iter()
@@ -979,12 +1117,11 @@ pub fn apply(written: &Written, edits: &mut Vec<Edit>) {
     for (item, text) in written.inside.iter().chain(&written.appended) {
         match replaced.get(item).and_then(|&i| edits.get_mut(i)) {
             Some(edit) => {
-                edit.text.push('\n');
-                edit.text.push_str(text);
+                edit.text = format!("{}\n{text}", edit.text).into();
             }
             None => edits.push(Edit {
                 item: *item,
-                text: text.clone(),
+                text: text.as_str().into(),
                 append: true,
             }),
         }

@@ -30,7 +30,7 @@ fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
         .results
         .iter()
         .filter(|r| r.status == Status::Collapsed)
-        .map(|r| r.observation_id.clone())
+        .map(|r| r.observation_id.to_string())
         .collect()
 }
 

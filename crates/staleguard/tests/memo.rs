@@ -91,6 +91,154 @@ fn answers_are_the_same_with_the_memo_off_cold_and_warm() {
     assert!(!warm.is_empty());
 }
 
+/// Turn by turn, as an agent sends them, every recorded session in the formats that resume
+/// (Chat Completions, Anthropic Messages) projects to the same bytes and reports when later
+/// turns resume from the checkpoint an earlier turn left in the memo; most turns do.
+#[test]
+fn answers_are_the_same_resumed_from_checkpoints() {
+    let memo = Memo::default();
+    let (turns_run, resumable) = resume_all(&on(), &memo, |request, _| vec![request.to_string()]);
+    let resumed = memo.resumed() as usize;
+    eprintln!("{resumed} of {turns_run} turns resumed ({resumable} with a collapsed page)");
+    assert!(
+        resumed * 2 > resumable,
+        "{resumed} of {resumable} turns resumed"
+    );
+}
+
+/// The same under other settings (evidence caps so tight that old quotes are dropped,
+/// evidence or progress off) and for requests that do not simply extend the previous turn:
+/// its newest result replaced, a follow-up question from the user, a result failed.
+#[test]
+fn answers_are_the_same_resumed_under_other_settings_and_shapes() {
+    let tight = Config {
+        evidence_max_items: 3,
+        evidence_max_bytes: 400,
+        ..on()
+    };
+    let no_evidence = Config {
+        evidence_retention: Some(false),
+        ..on()
+    };
+    let no_progress = Config {
+        progress_tracking: Some(false),
+        max_repeats: 2,
+        ..on()
+    };
+    for config in [tight, no_evidence, no_progress] {
+        let memo = Memo::default();
+        let (_, resumable) = resume_all(&config, &memo, variants);
+        assert!(memo.resumed() as usize * 4 > resumable, "{config:?}");
+    }
+}
+
+/// Checkpoints stay within the memo's bound (an eighth of it) and still answer the same
+/// when the bound leaves room for few of them.
+#[test]
+fn checkpoints_stay_within_a_small_memo() {
+    let bound = 256 * 1024;
+    let memo = Memo::new(bound);
+    let body = read(&shared_fixtures().join("pwmcp-0.0.41/long_page.openai.json"));
+    let config = on();
+    for request in turns(&body) {
+        let off = project(
+            &request,
+            RequestFormat::OpenAiChat,
+            &config,
+            Options::default(),
+        );
+        let options = Options {
+            memo: Some(&memo),
+            ..Options::default()
+        };
+        let small = project(&request, RequestFormat::OpenAiChat, &config, options);
+        same(
+            &off.expect("projects"),
+            &small.expect("projects"),
+            "small memo",
+        );
+        assert!(memo.weight() <= bound as u64, "weight {}", memo.weight());
+    }
+    assert!(memo.resumed() > 0, "no turn resumed");
+}
+
+/// The request of a turn, and others that share its history: its newest result replaced,
+/// a user's follow-up question after it, its newest result marked failed.
+fn variants(request: &str, format: RequestFormat) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(request).expect("JSON");
+    let mut out = vec![request.to_string()];
+    let question = match format {
+        RequestFormat::Anthropic => serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "What was the price of the first part and the order number?"}]}),
+        _ => serde_json::json!({"role": "user",
+            "content": "What was the price of the first part and the order number?"}),
+    };
+    let mut asked = v.clone();
+    if let Some(messages) = asked["messages"].as_array_mut() {
+        messages.push(question);
+        out.push(asked.to_string());
+    }
+    for failed in [false, true] {
+        let mut changed = v.clone();
+        let Some(messages) = changed["messages"].as_array_mut() else {
+            continue;
+        };
+        let newest = messages.iter_mut().rev().find_map(|m| match format {
+            RequestFormat::Anthropic => m["content"]
+                .as_array_mut()?
+                .iter_mut()
+                .rev()
+                .find(|b| b["type"] == "tool_result"),
+            _ => (m["role"] == "tool").then_some(m),
+        });
+        let Some(result) = newest else {
+            continue;
+        };
+        let text = result["content"].as_str().unwrap_or("").to_string();
+        match (failed, format) {
+            (false, _) => result["content"] = format!("{text}\n- text: turn again").into(),
+            (true, RequestFormat::Anthropic) => result["is_error"] = true.into(),
+            (true, _) => result["content"] = "### Result\nError: Timeout 5000ms exceeded.".into(),
+        }
+        out.push(changed.to_string());
+    }
+    out
+}
+
+/// Projects every turn of every session in the formats that resume, each as `shapes` makes
+/// it, with `memo` and without, and checks the answers are the same; gives the number of
+/// requests and of those with a collapsed page.
+fn resume_all(
+    config: &Config,
+    memo: &Memo,
+    shapes: impl Fn(&str, RequestFormat) -> Vec<String>,
+) -> (usize, usize) {
+    let (mut turns_run, mut resumable) = (0, 0);
+    for (body, format) in sessions() {
+        if format == RequestFormat::Responses {
+            continue;
+        }
+        for (turn, request) in turns(&body).iter().enumerate() {
+            for (shape, request) in shapes(request, format).iter().enumerate() {
+                let off = project(request, format, config, Options::default()).expect("projects");
+                let options = Options {
+                    memo: Some(memo),
+                    ..Options::default()
+                };
+                let resumed = project(request, format, config, options).expect("projects");
+                same(
+                    &off,
+                    &resumed,
+                    &format!("{} turn {turn} shape {shape}", format.name()),
+                );
+                turns_run += 1;
+                resumable += usize::from(off.report.collapsed() > 0);
+            }
+        }
+    }
+    (turns_run, resumable)
+}
+
 #[test]
 fn a_memo_too_small_for_the_session_still_answers_the_same() {
     let config = on();

@@ -10,20 +10,66 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::lenient::List;
-use super::request::{Hints, WireRequest};
-use super::{json_error, raw_text, string_of};
+use super::lenient::{is_object, List, Located, Seen};
+use super::request::{Hints, ResumeAt, WireRequest};
+use super::{json_error, raw_text, string_of, tail, RequestFormat};
 use crate::error::Error;
 use crate::transcript::{Item, Role, ToolCall};
 
+/// The top-level keys besides `messages`; kept as [`Seen`], so that a read resumed after
+/// the array knows which came before it.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
-    messages: Option<List<Message<'a>>>,
-    #[serde(borrow)]
-    system: Option<&'a RawValue>,
-    #[serde(borrow)]
-    tools: Option<&'a RawValue>,
+    messages: Option<List<Located<Message<'a>>>>,
+    #[serde(default, borrow)]
+    system: Seen<'a>,
+    #[serde(default, borrow)]
+    tools: Seen<'a>,
+}
+
+/// [`Envelope`] as it was before it kept [`Seen`] keys, for a body that is an array: serde
+/// reads it field by field, and every field then has to be there, as it always had to (its
+/// errors name the type: the same name).
+mod listed {
+    use super::{List, Located, Message, RawValue, Seen};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct Envelope<'a> {
+        #[serde(borrow)]
+        messages: Option<List<Located<Message<'a>>>>,
+        #[serde(borrow)]
+        system: Option<&'a RawValue>,
+        #[serde(borrow)]
+        tools: Option<&'a RawValue>,
+    }
+
+    impl<'a> From<Envelope<'a>> for super::Envelope<'a> {
+        fn from(l: Envelope<'a>) -> Self {
+            super::Envelope {
+                messages: l.messages,
+                system: Seen(l.system),
+                tools: Seen(l.tools),
+            }
+        }
+    }
+}
+
+/// The envelope's keys besides `messages`, for a read resumed after the array.
+const ENVELOPE: tail::Envelope = tail::Envelope {
+    keys: &["system", "tools"],
+    tells,
+};
+
+/// What the top-level key `name` with value `raw` (`None` for `null`) says: `system` marks
+/// the format, and both may carry breakpoints.
+fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
+    let hints = Hints {
+        has_system: name == "system" && raw.is_some(),
+        ..Hints::default()
+    };
+    (hints, breakpoints_in(raw))
 }
 
 /// Whatever has a `cache_control`: a tool, a system block, a content block.
@@ -76,17 +122,29 @@ const MARKABLE: &[&str] = &["text", "image", "document", "tool_use", "tool_resul
 
 /// Reads a Messages body.
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
-    let envelope: Envelope =
-        serde_json::from_str(body).map_err(|e| json_error(&e, body, "anthropic"))?;
+    let envelope = if is_object(body) {
+        serde_json::from_str(body)
+    } else {
+        serde_json::from_str::<listed::Envelope>(body).map(Envelope::from)
+    };
+    let envelope = envelope.map_err(|e| json_error(&e, body, "anthropic"))?;
     let hints = Hints {
         has_messages: envelope.messages.is_some(),
-        has_system: envelope.system.is_some(),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
-    request.breakpoints = breakpoints_in(envelope.system) + breakpoints_in(envelope.tools);
-    request.read_list(envelope.messages, read_message);
+    request.resumable(RequestFormat::Anthropic);
+    request.read_messages(envelope.messages, read_message);
+    // After the messages: each message notes the breakpoints of the messages before it.
+    request.note_key("system", envelope.system, tells);
+    request.note_key("tools", envelope.tools, tells);
     Ok(request)
+}
+
+/// Reads a Messages body from `at` on; `None` where the full read could answer otherwise
+/// (see [`super::read_request_from`]).
+pub(crate) fn read_from<'a>(body: &'a str, at: &ResumeAt) -> Option<WireRequest<'a>> {
+    tail::read::<Message<'a>>(body, at, &ENVELOPE, read_message)
 }
 
 fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>) {

@@ -15,8 +15,12 @@ mod lenient;
 pub mod openai_chat;
 mod request;
 pub mod responses;
+mod tail;
 
 pub use request::{Breakpoint, Hints, WireRequest, MAX_BREAKPOINTS};
+// Public, hidden, for the resume tests; the crate's own API.
+#[doc(hidden)]
+pub use request::{ResumeAt, SplitWrite};
 
 use std::str::FromStr;
 
@@ -100,6 +104,32 @@ pub fn read_request(
         });
     }
     Ok((request, format, reason))
+}
+
+/// Reads `body` from `at` on, for a body whose bytes before `at.offset` are those of the
+/// body `at` was taken from (the caller checks that; this never looks at them). Items
+/// before `at.item` are [`Item::Other`](crate::transcript::Item::Other) with no span and
+/// no block, so every item index is what a full read gives; hints and breakpoints are the
+/// full read's.
+///
+/// `None` when the rest cannot be read exactly as a full read in `format` would read it:
+/// `format` is not the one `at` was read in (`Auto` included), invalid JSON, a second
+/// `messages` or known top-level key, bytes after the body, another shape. The caller then
+/// reads the body in full, which gives the same answer or error.
+#[doc(hidden)]
+pub fn read_request_from<'a>(
+    body: &'a str,
+    format: RequestFormat,
+    at: &ResumeAt,
+) -> Option<WireRequest<'a>> {
+    if format != at.format {
+        return None;
+    }
+    match format {
+        RequestFormat::OpenAiChat => openai_chat::read_from(body, at),
+        RequestFormat::Anthropic => anthropic::read_from(body, at),
+        _ => None,
+    }
 }
 
 fn read_as(body: &str, format: RequestFormat) -> Result<WireRequest<'_>, Error> {

@@ -6,29 +6,95 @@
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::content;
-use super::lenient::List;
-use super::request::{Hints, WireRequest};
-use super::{json_error, raw_text, string_of};
+use super::lenient::{is_object, List, Located, Seen};
+use super::request::{Hints, ResumeAt, WireRequest};
+use super::{json_error, raw_text, string_of, tail, RequestFormat};
 use crate::error::Error;
 use crate::transcript::{Item, Role, ToolCall};
 
+/// The top-level keys besides `messages`; kept as [`Seen`], so that a read resumed after
+/// the array knows which came before it.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow)]
-    messages: Option<List<Message<'a>>>,
-    input: Option<IgnoredAny>,
-    #[serde(borrow)]
-    contents: Option<&'a RawValue>,
+    messages: Option<List<Located<Message<'a>>>>,
+    #[serde(default, borrow)]
+    input: Seen<'a>,
+    #[serde(default, borrow)]
+    contents: Seen<'a>,
     /// Gemini Code Assist's wrapper around a Gemini request.
-    #[serde(borrow)]
-    request: Option<&'a RawValue>,
-    system: Option<IgnoredAny>,
-    anthropic_version: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    request: Seen<'a>,
+    #[serde(default, borrow)]
+    system: Seen<'a>,
+    #[serde(default, borrow)]
+    anthropic_version: Seen<'a>,
+}
+
+/// [`Envelope`] as it was before it kept [`Seen`] keys, for a body that is an array: serde
+/// reads it field by field, and every field then has to be there, as it always had to (its
+/// errors name the type: the same name).
+mod listed {
+    use super::{List, Located, Message, RawValue, Seen};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct Envelope<'a> {
+        #[serde(borrow)]
+        messages: Option<List<Located<Message<'a>>>>,
+        #[serde(borrow)]
+        input: Option<&'a RawValue>,
+        #[serde(borrow)]
+        contents: Option<&'a RawValue>,
+        #[serde(borrow)]
+        request: Option<&'a RawValue>,
+        #[serde(borrow)]
+        system: Option<&'a RawValue>,
+        #[serde(borrow)]
+        anthropic_version: Option<&'a RawValue>,
+    }
+
+    impl<'a> From<Envelope<'a>> for super::Envelope<'a> {
+        fn from(l: Envelope<'a>) -> Self {
+            super::Envelope {
+                messages: l.messages,
+                input: Seen(l.input),
+                contents: Seen(l.contents),
+                request: Seen(l.request),
+                system: Seen(l.system),
+                anthropic_version: Seen(l.anthropic_version),
+            }
+        }
+    }
+}
+
+/// The envelope's keys besides `messages`, for a read resumed after the array.
+const ENVELOPE: tail::Envelope = tail::Envelope {
+    keys: &[
+        "input",
+        "contents",
+        "request",
+        "system",
+        "anthropic_version",
+    ],
+    tells,
+};
+
+/// What the top-level key `name` with value `raw` (`None` for `null`) says of the format.
+fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
+    let mut hints = Hints::default();
+    match name {
+        "input" => hints.has_input = raw.is_some(),
+        "contents" => hints.has_contents = raw.is_some_and(super::gemini::has_parts),
+        "request" => hints.wrapped_contents = raw.is_some_and(super::gemini::wraps_contents),
+        "system" | "anthropic_version" => hints.has_system = raw.is_some(),
+        _ => {}
+    }
+    (hints, 0)
 }
 
 /// A message, every field kept raw so that no field of an unexpected type fails the body.
@@ -77,19 +143,36 @@ struct CustomJson<'a> {
 /// Reads a Chat Completions body. Fails only on invalid JSON or a body that is not an object;
 /// the hints tell whether it is one at all.
 pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
-    let envelope: Envelope =
-        serde_json::from_str(body).map_err(|e| json_error(&e, body, "openai"))?;
+    let envelope = if is_object(body) {
+        serde_json::from_str(body)
+    } else {
+        serde_json::from_str::<listed::Envelope>(body).map(Envelope::from)
+    };
+    let envelope = envelope.map_err(|e| json_error(&e, body, "openai"))?;
     let hints = Hints {
         has_messages: envelope.messages.is_some(),
-        has_input: envelope.input.is_some(),
-        has_contents: envelope.contents.is_some_and(super::gemini::has_parts),
-        wrapped_contents: envelope.request.is_some_and(super::gemini::wraps_contents),
-        has_system: envelope.system.is_some() || envelope.anthropic_version.is_some(),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
-    request.read_list(envelope.messages, read_message);
+    request.resumable(RequestFormat::OpenAiChat);
+    request.read_messages(envelope.messages, read_message);
+    let keys = [
+        ("input", envelope.input),
+        ("contents", envelope.contents),
+        ("request", envelope.request),
+        ("system", envelope.system),
+        ("anthropic_version", envelope.anthropic_version),
+    ];
+    for (name, seen) in keys {
+        request.note_key(name, seen, tells);
+    }
     Ok(request)
+}
+
+/// Reads a Chat Completions body from `at` on; `None` where the full read could answer
+/// otherwise (see [`super::read_request_from`]).
+pub(crate) fn read_from<'a>(body: &'a str, at: &ResumeAt) -> Option<WireRequest<'a>> {
+    tail::read::<Message<'a>>(body, at, &ENVELOPE, read_message)
 }
 
 fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>) {

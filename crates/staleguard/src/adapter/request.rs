@@ -5,7 +5,8 @@
 use serde_json::value::RawValue;
 
 use super::content::{self, Content, Shape, Style};
-use super::lenient::List;
+use super::lenient::{List, Located, Seen};
+use super::RequestFormat;
 use crate::projection::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
 
@@ -19,7 +20,7 @@ pub(crate) struct Span {
 }
 
 /// What the body says about its own format.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Hints {
     /// A top-level `messages` array (Chat Completions, Anthropic Messages).
     pub has_messages: bool,
@@ -41,10 +42,26 @@ pub struct Hints {
     pub server_side_history: bool,
 }
 
+impl Hints {
+    /// Both hints together: each says what one part of the body told.
+    fn or(self, other: Hints) -> Hints {
+        Hints {
+            has_messages: self.has_messages || other.has_messages,
+            has_input: self.has_input || other.has_input,
+            has_contents: self.has_contents || other.has_contents,
+            wrapped_contents: self.wrapped_contents || other.wrapped_contents,
+            has_system: self.has_system || other.has_system,
+            has_anthropic_blocks: self.has_anthropic_blocks || other.has_anthropic_blocks,
+            server_side_history: self.server_side_history || other.server_side_history,
+        }
+    }
+}
+
 /// A content block that a `cache_control` breakpoint can be added to: where its object
 /// ends in the body, and whether it has one already.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BlockEnd {
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockEnd {
     /// Offset of the block object's closing brace.
     close: usize,
     marked: bool,
@@ -56,16 +73,111 @@ pub struct WireRequest<'a> {
     transcript: Transcript<'a>,
     spans: Vec<Option<Span>>,
     /// For each item read from a content block of the Anthropic format, where a breakpoint
-    /// goes; `None` for other items and blocks that may not carry one.
-    blocks: Vec<Option<BlockEnd>>,
+    /// goes; `None` for other items and blocks that may not carry one. Public for the
+    /// resume tests only.
+    #[doc(hidden)]
+    pub blocks: Vec<Option<BlockEnd>>,
     /// `cache_control` breakpoints the body has (Anthropic: tools, system, content blocks).
-    pub(crate) breakpoints: usize,
+    /// Public for the resume tests only.
+    #[doc(hidden)]
+    pub breakpoints: usize,
     /// Images that belong to a result but sit outside its content value (Gemini: a
     /// response's `parts`, and image parts after it): `(item, start, end, replacement)`,
     /// written only when that result is replaced.
     images: Vec<(usize, usize, usize, &'static str)>,
     /// What the body says about its own format.
     pub hints: Hints,
+    /// Where a later body that starts with this one's bytes may resume reading.
+    resume: Resume,
+}
+
+/// What a reader records, at a few comparisons per message, so that a later body sharing a
+/// prefix with this one is read from the end of that prefix on (`resume_at`).
+#[derive(Default)]
+struct Resume {
+    /// The format read; `None` when the body cannot be resumed.
+    format: Option<RequestFormat>,
+    /// The index of the first message recorded (a resumed read starts past 0).
+    base: usize,
+    messages: Vec<MessageStart>,
+    /// The known top-level keys of the envelope, before and after the array.
+    keys: Vec<KeySeen>,
+}
+
+/// A message of the array, and the state of the read when it starts.
+#[derive(Debug, Clone, Copy)]
+struct MessageStart {
+    /// Its first byte; `None` when the full read could not tell it (an element that is no
+    /// object, an empty object, a first key with escapes).
+    offset: Option<usize>,
+    /// Its first transcript item.
+    item: usize,
+    /// `has_anthropic_blocks` of the messages before it.
+    blocks_seen: bool,
+    /// The breakpoints of the messages before it.
+    breakpoints: usize,
+}
+
+/// A known top-level key of the envelope other than the array: where its value starts, and
+/// what it tells. A resumed read takes what the keys before the array told from here, and
+/// refuses a second one of them as the full read does.
+#[derive(Debug, Clone)]
+pub(crate) struct KeySeen {
+    pub(super) name: &'static str,
+    at: usize,
+    hints: Hints,
+    breakpoints: usize,
+}
+
+/// Where a later body that starts with the same bytes as this one can resume reading.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ResumeAt {
+    /// Byte offset of the first message read again: the first byte of that array element.
+    pub offset: usize,
+    /// Its index in the `messages` array.
+    pub message: usize,
+    /// The transcript item it starts at (items before it come from earlier messages).
+    pub item: usize,
+    pub(super) format: RequestFormat,
+    /// The known top-level keys before the array.
+    pub(super) keys: Vec<KeySeen>,
+    /// `has_anthropic_blocks` of the messages before `message`.
+    blocks_seen: bool,
+    /// The breakpoints of the messages before `message` (keys' are in `keys`).
+    breakpoints: usize,
+}
+
+/// A written body and where a body offset landed in it.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct SplitWrite {
+    /// The written body.
+    pub body: String,
+    /// Output offset of the body offset `mark`.
+    pub mark: usize,
+    /// Output offset where our own breakpoint was inserted, when that is before `mark`.
+    pub breakpoint: Option<usize>,
+}
+
+/// The state of one write: the output, where the body is copied up to, and where the mark
+/// and our breakpoint landed.
+struct Writer {
+    out: String,
+    at: usize,
+    mark: usize,
+    mark_out: Option<usize>,
+    breakpoint_out: Option<usize>,
+}
+
+impl Writer {
+    /// Notes the mark when it lies in `at..to` of the body, which is about to be copied
+    /// to the end of the output.
+    fn note_mark(&mut self, to: usize) {
+        if self.mark_out.is_none() && (self.at..to).contains(&self.mark) {
+            self.mark_out = Some(self.out.len() + (self.mark - self.at));
+        }
+    }
 }
 
 /// The breakpoint of our own that an Anthropic request may carry (SPEC 9).
@@ -106,7 +218,142 @@ impl<'a> WireRequest<'a> {
             breakpoints: 0,
             images: Vec::new(),
             hints,
+            resume: Resume::default(),
         }
+    }
+
+    /// A read of `body` from `at` on: the transcript items of the messages before it are
+    /// `Other`, and hints and breakpoints are those the messages before it gave.
+    pub(super) fn resumed(body: &'a str, at: &ResumeAt) -> Self {
+        let hints = Hints {
+            has_messages: true,
+            has_anthropic_blocks: at.blocks_seen,
+            ..Hints::default()
+        };
+        let mut request = WireRequest::new(body, hints);
+        request.transcript.items.resize(at.item, Item::Other);
+        request.spans.resize(at.item, None);
+        request.breakpoints = at.breakpoints;
+        request.resume.format = Some(at.format);
+        request.resume.base = at.message;
+        request
+    }
+
+    /// Lets later bodies resume a read of `format` (the body is an object).
+    pub(crate) fn resumable(&mut self, format: RequestFormat) {
+        if super::lenient::is_object(self.body) {
+            self.resume.format = Some(format);
+        }
+    }
+
+    /// Reads every element of the `messages` list with `read`, noting where each starts;
+    /// odd elements become `Other`.
+    pub(crate) fn read_messages<T>(
+        &mut self,
+        list: Option<List<Located<T>>>,
+        mut read: impl FnMut(&mut Self, usize, T),
+    ) {
+        let Some(List::Items(items)) = list else {
+            return;
+        };
+        self.resume.messages.reserve(items.len());
+        for (index, item) in items.into_iter().enumerate() {
+            let offset = item.as_ref().and_then(|m| self.object_at(m.key?));
+            self.read_message(offset, index, item.map(|m| m.value), &mut read);
+        }
+    }
+
+    /// Reads message `index`, which starts at `offset`.
+    pub(super) fn read_message<T>(
+        &mut self,
+        offset: Option<usize>,
+        index: usize,
+        message: Option<T>,
+        read: &mut impl FnMut(&mut Self, usize, T),
+    ) {
+        self.resume.messages.push(MessageStart {
+            offset,
+            item: self.next_item(),
+            blocks_seen: self.hints.has_anthropic_blocks,
+            breakpoints: self.breakpoints,
+        });
+        match message {
+            Some(message) => read(self, index, message),
+            None => self.push(Item::Other),
+        }
+    }
+
+    /// The opening brace of the object whose first key's text is at address `key`.
+    fn object_at(&self, key: usize) -> Option<usize> {
+        let quote = key
+            .checked_sub(self.body.as_ptr() as usize)?
+            .checked_sub(1)?;
+        let bytes = self.body.as_bytes();
+        if bytes.get(quote) != Some(&b'"') {
+            return None;
+        }
+        let open = bytes
+            .get(..quote)?
+            .iter()
+            .rposition(|b| !matches!(b, b' ' | b'\n' | b'\t' | b'\r'))?;
+        (bytes.get(open) == Some(&b'{')).then_some(open)
+    }
+
+    /// Notes the known top-level key `name`, when the body has it, and adds what it tells
+    /// (`tells` its value, `None` for `null`) to the hints and breakpoints. Call it after
+    /// the messages are read: they note the breakpoints before them.
+    pub(crate) fn note_key(
+        &mut self,
+        name: &'static str,
+        seen: Seen<'a>,
+        tells: fn(&str, Option<&RawValue>) -> (Hints, usize),
+    ) {
+        let Some((at, _)) = seen.0.and_then(|raw| self.range_of(raw)) else {
+            return;
+        };
+        let (hints, breakpoints) = tells(name, seen.value());
+        self.add_key(KeySeen {
+            name,
+            at,
+            hints,
+            breakpoints,
+        });
+    }
+
+    /// Whether the known top-level key `name` was noted.
+    pub(super) fn has_key(&self, name: &str) -> bool {
+        self.resume.keys.iter().any(|k| k.name == name)
+    }
+
+    /// Adds what a known top-level key tells.
+    pub(super) fn add_key(&mut self, key: KeySeen) {
+        self.hints = self.hints.or(key.hints);
+        self.breakpoints += key.breakpoints;
+        self.resume.keys.push(key);
+    }
+
+    /// The point where a body sharing this body's bytes up to the start of message
+    /// `message` can resume reading; `None` when that message does not exist, its start is
+    /// not known, or the format cannot resume (Responses, Gemini, or a body that was not
+    /// read from a top-level `messages` array).
+    #[doc(hidden)]
+    pub fn resume_at(&self, message: usize) -> Option<ResumeAt> {
+        let format = self.resume.format?;
+        let start = self
+            .resume
+            .messages
+            .get(message.checked_sub(self.resume.base)?)?;
+        let offset = start.offset?;
+        let keys = self.resume.keys.iter().filter(|k| k.at < offset);
+        Some(ResumeAt {
+            offset,
+            message,
+            item: start.item,
+            format,
+            keys: keys.cloned().collect(),
+            blocks_seen: start.blocks_seen,
+            breakpoints: start.breakpoints,
+        })
     }
 
     /// The neutral transcript of the body.
@@ -263,24 +510,59 @@ impl<'a> WireRequest<'a> {
     /// [`write`](Self::write), with a `cache_control` breakpoint of our own added where
     /// `breakpoint` says.
     pub fn write_with(&self, edits: &[Edit], breakpoint: Option<Breakpoint>) -> String {
-        let splices = self.splices(edits);
+        self.write_from("", 0, edits, breakpoint, 0).body
+    }
+
+    /// Writes the body from byte `from` on, after `prefix` (the written form of every byte
+    /// before `from`): only edits of contents that start at or after `from` apply, and the
+    /// breakpoint when its block closes at or after `from`. `mark` (at least `from`; less
+    /// counts as `from`) is a body offset that should not be inside an edited content (one
+    /// that is lands where that content's replacement starts); the answer says where it
+    /// landed in the output, after our breakpoint when that goes right before it.
+    #[doc(hidden)]
+    pub fn write_from(
+        &self,
+        prefix: &str,
+        from: usize,
+        edits: &[Edit],
+        breakpoint: Option<Breakpoint>,
+        mark: usize,
+    ) -> SplitWrite {
         let extra: usize = edits.iter().map(|e| e.text.len() + 64).sum();
-        let mut out = String::with_capacity(self.body.len() + extra + BREAKPOINT.len());
+        let rest = self.body.len().saturating_sub(from);
+        let mut w = Writer {
+            out: String::with_capacity(prefix.len() + rest + extra + BREAKPOINT.len()),
+            at: from,
+            mark: mark.max(from),
+            mark_out: None,
+            breakpoint_out: None,
+        };
+        w.out.push_str(prefix);
+        // A block that closes before `from` is never copied here: its breakpoint is the
+        // prefix's.
         let mut insert = match breakpoint {
             Some(Breakpoint::Added(item)) => self.blocks.get(item).copied().flatten(),
             _ => None,
         };
-        let mut at = 0;
-        for (start, end, text) in splices {
-            if start < at {
+        for (start, end, text) in self.splices(edits) {
+            // Contents before `from` are in the prefix; overlapping ones are never written.
+            if start < w.at {
                 continue;
             }
-            self.copy_until(&mut out, &mut at, start, &mut insert);
-            out.push_str(&text);
-            at = end;
+            self.copy_until(&mut w, start, &mut insert);
+            if (start..end).contains(&w.mark) {
+                w.mark_out.get_or_insert(w.out.len());
+            }
+            w.out.push_str(&text);
+            w.at = end;
         }
-        self.copy_until(&mut out, &mut at, self.body.len(), &mut insert);
-        out
+        self.copy_until(&mut w, self.body.len(), &mut insert);
+        let mark = w.mark_out.unwrap_or(w.out.len());
+        SplitWrite {
+            mark,
+            breakpoint: w.breakpoint_out.filter(|&b| b < mark),
+            body: w.out,
+        }
     }
 
     /// What replaces which bytes, in body order: each edited content, and the images outside
@@ -310,21 +592,23 @@ impl<'a> WireRequest<'a> {
 
     /// Copies the body from `at` up to `to`, with our breakpoint when its block closes in
     /// between.
-    fn copy_until(
-        &self,
-        out: &mut String,
-        at: &mut usize,
-        to: usize,
-        insert: &mut Option<BlockEnd>,
-    ) {
-        if let Some(block) = insert.filter(|b| (*at..to).contains(&b.close)) {
-            out.push_str(&self.body[*at..block.close]);
-            out.push_str(BREAKPOINT);
-            *at = block.close;
+    fn copy_until(&self, w: &mut Writer, to: usize, insert: &mut Option<BlockEnd>) {
+        if let Some(block) = insert.filter(|b| (w.at..to).contains(&b.close)) {
+            self.copy(w, block.close);
+            w.breakpoint_out = Some(w.out.len());
+            w.out.push_str(BREAKPOINT);
             *insert = None;
         }
-        out.push_str(&self.body[*at..to]);
-        *at = to;
+        self.copy(w, to);
+    }
+
+    /// Copies the body from where the writer is up to `to`. Offsets come from the reader and
+    /// the caller's `from`, which lie on character boundaries; one that does not copies
+    /// nothing rather than panic.
+    fn copy(&self, w: &mut Writer, to: usize) {
+        w.note_mark(to);
+        w.out.push_str(self.body.get(w.at..to).unwrap_or_default());
+        w.at = to;
     }
 
     /// Edits grouped by the content they touch, in body order.
@@ -353,7 +637,7 @@ impl<'a> WireRequest<'a> {
         if let Some(replace) = group.iter().find(|e| !e.append) {
             return content::write(span.shape, &span.style, &replace.text);
         }
-        let texts: Vec<&str> = group.iter().map(|e| e.text.as_str()).collect();
+        let texts: Vec<&str> = group.iter().map(|e| &*e.text).collect();
         content::append(
             span.shape,
             &span.style,

@@ -1,0 +1,285 @@
+//! Checkpoints: the analyses' state where a request's frozen history ends (SPEC 9, C1),
+//! kept across requests, so that the next turn of a session is read and analysed from
+//! there on instead of from its first message.
+//!
+//! An agent's next request repeats the previous one's bytes up to its newest browser
+//! result and adds what is new. Everything before that point was projected, weighed and
+//! tracked one request ago and comes out the same (C1 freezes it), so a checkpoint keeps
+//! what the analyses had at that point: the projected bytes, the reports, the evidence
+//! choice, the progress tracker and where reading resumes. A later body whose bytes up to
+//! there are the same (compared, not trusted to a hash) resumes there. Anything the new
+//! messages would change before the checkpoint (a cap dropping an old quote, a question, a
+//! breakpoint or a live page state reaching back) makes the request go the whole way
+//! instead: a checkpoint only saves work, and every answer is the same with it or without.
+//!
+//! A session's checkpoints share what they have in common: each holds the previous one's
+//! parts (bytes, projected bytes, reports) by reference and adds its own.
+
+use std::sync::{Arc, Mutex};
+
+use crate::adapter::{RequestFormat, ResumeAt};
+use crate::evidence::Quote;
+use crate::progress::Tracker;
+use crate::projection::{Edit, ResultReport};
+use crate::written::{Block, Choice};
+
+/// Where an edit goes in a plan's list: receipts, then guidance, then evidence appended
+/// inside collapsed content, then the answers to questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum EditGroup {
+    Receipt,
+    Guidance,
+    Inside,
+    Appended,
+}
+
+/// A list kept in shared parts: the next checkpoint of a session shares this one's and adds
+/// a part of its own. Parts are never joined: that would copy a session's history at once,
+/// on one turn, which is the cost checkpoints exist to spread; a part costs a pointer.
+#[derive(Debug)]
+pub(crate) struct Parts<T: ?Sized> {
+    parts: Vec<Arc<T>>,
+}
+
+impl<T: ?Sized> Clone for Parts<T> {
+    fn clone(&self) -> Self {
+        Parts {
+            parts: self.parts.clone(),
+        }
+    }
+}
+
+impl<T: ?Sized> Default for Parts<T> {
+    fn default() -> Self {
+        Parts { parts: Vec::new() }
+    }
+}
+
+impl Parts<str> {
+    pub(crate) fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+
+    pub(crate) fn push(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.parts.push(Arc::from(text));
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().map(|p| &**p)
+    }
+
+    /// True when `bytes` ends as the last part does, up to `n` bytes: a cheap first test,
+    /// as sessions differ in their newest messages.
+    fn ends_as(&self, bytes: &[u8], n: usize) -> bool {
+        let Some(last) = self.parts.last() else {
+            return bytes.is_empty();
+        };
+        let n = n.min(last.len());
+        let end = &last.as_bytes()[last.len() - n..];
+        bytes.len() >= n && &bytes[bytes.len() - n..] == end
+    }
+
+    /// True when `bytes` is what the parts hold, joined.
+    fn same_as(&self, bytes: &[u8]) -> bool {
+        let mut at = 0;
+        for part in self.iter() {
+            let Some(slice) = bytes.get(at..at + part.len()) else {
+                return false;
+            };
+            if slice != part.as_bytes() {
+                return false;
+            }
+            at += part.len();
+        }
+        at == bytes.len()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.len() + self.parts.len() * 32
+    }
+}
+
+impl<T> Parts<[T]> {
+    pub(crate) fn push(&mut self, items: Vec<T>) {
+        if items.is_empty() {
+            return;
+        }
+        self.parts.push(Arc::from(items));
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.parts.iter().flat_map(|p| p.iter())
+    }
+
+    fn count(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+}
+
+/// The analyses' state at the start of one message of a request.
+pub(crate) struct Checkpoint {
+    /// The body's bytes that a later body must repeat: up to the start of the message of
+    /// the newest observation of the frozen history (`chosen_until`).
+    pub input: Parts<str>,
+    pub hashed: usize,
+    /// The first item of that message.
+    pub hashed_item: usize,
+    /// What the analyses read of the items from `hashed_item` to `chosen_until`.
+    pub items: u128,
+    /// Some result before `resume.item` is an observation.
+    pub observations: bool,
+    /// The format and settings the answer was computed under.
+    context: u64,
+    /// Where reading resumes: the first message read again.
+    pub resume: ResumeAt,
+    /// The projected form of the body's bytes before `resume.offset`, without a breakpoint
+    /// of ours (the next request puts its own further on).
+    pub written: Parts<str>,
+    /// Reports and edits of the results before `resume.item`, in plan order.
+    pub results: Parts<[ResultReport]>,
+    pub edits: Parts<[(EditGroup, Edit)]>,
+    /// Evidence written before `resume.item`: quotes and refusals by block, and bytes.
+    pub quotes: Vec<(Block, Quote)>,
+    pub refused: Vec<(Block, Quote)>,
+    pub evidence_bytes: usize,
+    /// The evidence choice after every event at or before transcript item `chosen_until`.
+    pub choice: Option<Choice>,
+    pub chosen_until: usize,
+    /// The progress tracker after every call and result before `resume.item`.
+    pub tracker: Option<Tracker>,
+}
+
+impl Checkpoint {
+    /// A checkpoint of a body whose first `hashed` bytes are `input`, without any analysis.
+    pub(crate) fn bare(context: u64, resume: ResumeAt, input: Parts<str>) -> Checkpoint {
+        Checkpoint {
+            hashed: input.len(),
+            input,
+            hashed_item: 0,
+            items: 0,
+            observations: false,
+            context,
+            resume,
+            written: Parts::default(),
+            results: Parts::default(),
+            edits: Parts::default(),
+            quotes: Vec::new(),
+            refused: Vec::new(),
+            evidence_bytes: 0,
+            choice: None,
+            chosen_until: 0,
+            tracker: None,
+        }
+    }
+
+    /// True when `body` starts with this checkpoint's bytes.
+    fn starts(&self, body: &str) -> bool {
+        body.as_bytes()
+            .get(..self.hashed)
+            .is_some_and(|b| self.input.ends_as(b, 64) && self.input.same_as(b))
+    }
+
+    /// The format and settings it was computed under, hashed.
+    pub(crate) fn context(&self) -> u64 {
+        self.context
+    }
+
+    /// Estimated bytes it holds of its own (parts shared with the session's other
+    /// checkpoints are counted in each).
+    fn weight(&self) -> usize {
+        let edits: usize = self.edits.iter().map(|(_, e)| e.text.len() + 64).sum();
+        let quote = |(_, q): &(Block, Quote)| q.quote.len() + q.source_url.len() + 64;
+        let quotes: usize = self.quotes.iter().chain(&self.refused).map(quote).sum();
+        self.input.heap_bytes()
+            + self.written.heap_bytes()
+            + self.results.count() * 256
+            + edits
+            + quotes
+            + self.choice.as_ref().map_or(0, Choice::heap_bytes)
+            + self.tracker.as_ref().map_or(0, Tracker::heap_bytes)
+            + 512
+    }
+}
+
+/// The checkpoints a memo keeps, newest last, within a bound in bytes.
+#[derive(Default)]
+pub(crate) struct Checkpoints {
+    kept: Mutex<Vec<(Arc<Checkpoint>, usize)>>,
+    max_bytes: usize,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(max_bytes: usize) -> Checkpoints {
+        Checkpoints {
+            kept: Mutex::new(Vec::new()),
+            max_bytes,
+        }
+    }
+
+    /// The newest checkpoint whose bytes `body` starts with, under `context`.
+    pub(crate) fn find(&self, body: &str, context: u64) -> Option<Arc<Checkpoint>> {
+        let candidates: Vec<Arc<Checkpoint>> = {
+            let kept = self.kept.lock().ok()?;
+            kept.iter()
+                .rev()
+                .filter(|(c, _)| c.context == context && c.hashed <= body.len())
+                .map(|(c, _)| c.clone())
+                .collect()
+        };
+        // Compared outside the lock: other requests go on meanwhile.
+        let found = candidates.into_iter().find(|c| c.starts(body))?;
+        self.touch(&found);
+        Some(found)
+    }
+
+    /// Keeps `checkpoint`, dropping the oldest ones over the bound.
+    pub(crate) fn keep(&self, checkpoint: Checkpoint) {
+        let weight = checkpoint.weight();
+        if weight > self.max_bytes {
+            return;
+        }
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        kept.push((Arc::new(checkpoint), weight));
+        let mut total: usize = kept.iter().map(|(_, w)| w).sum();
+        while total > self.max_bytes && !kept.is_empty() {
+            total -= kept.remove(0).1;
+        }
+    }
+
+    /// True when a checkpoint of `body`'s first `hashed` bytes is kept under `context`.
+    pub(crate) fn has(&self, body: &str, hashed: usize, context: u64) -> bool {
+        let Ok(kept) = self.kept.lock() else {
+            return false;
+        };
+        kept.iter()
+            .any(|(c, _)| c.hashed == hashed && c.context == context && c.starts(body))
+    }
+
+    /// Moves `found` to the newest place, where eviction reaches it last.
+    fn touch(&self, found: &Arc<Checkpoint>) {
+        if let Ok(mut kept) = self.kept.lock() {
+            if let Some(at) = kept.iter().position(|(c, _)| Arc::ptr_eq(c, found)) {
+                let entry = kept.remove(at);
+                kept.push(entry);
+            }
+        }
+    }
+
+    /// Estimated bytes kept.
+    pub(crate) fn weight(&self) -> usize {
+        self.kept
+            .lock()
+            .map_or(0, |kept| kept.iter().map(|(_, w)| w).sum())
+    }
+}
+
+/// What an answer depends on besides the body: the format and every setting.
+pub(crate) fn context_of(format: RequestFormat, config: &crate::Config) -> u64 {
+    let settings = format!("{format:?} {config:?}");
+    xxhash_rust::xxh3::xxh3_64(settings.as_bytes())
+}

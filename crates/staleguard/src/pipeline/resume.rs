@@ -1,0 +1,517 @@
+//! The next turn of a session, from a checkpoint ([`crate::checkpoint`]): the body's bytes
+//! up to the checkpoint are those of a request projected before, so only the messages after
+//! it are read, and the analyses resume from the state the checkpoint kept.
+//!
+//! A checkpoint is cut at the newest observation `o` of the frozen history (SPEC 9, C1):
+//! - the evidence choice is kept after every event at or before `o` (a page's quotes are
+//!   chosen when the next observation supersedes it, so every such event depends on the
+//!   transcript up to `o` alone);
+//! - reading resumes at the message of `o`'s call, so that `o` itself, whose quotes the next
+//!   observation decides, is read again; the progress tracker is kept before that message;
+//! - the bytes before `o`'s message must be the same (a hash), and the items of `o`'s
+//!   message up to `o` too (a hash of what the analyses read of them).
+//!
+//! Whatever the new messages would change before the resume point makes the request go
+//! the whole way: see [`project`].
+
+use std::sync::Arc;
+
+use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
+use crate::checkpoint::{Checkpoint, EditGroup};
+use crate::config::Config;
+use crate::evidence::{self, EvidenceReport, Quote};
+use crate::memo::Memo;
+use crate::progress::Tracker;
+use crate::projection::{self, Edit, Plan, ResultReport};
+use crate::session::Session;
+use crate::tools::BrowserTools;
+use crate::transcript::{Item, Role, Transcript};
+use crate::written::{Block, Written};
+
+use super::WrittenEvidence;
+use super::{add_guidance, depth, frozen_end, track, written_report, Projection};
+
+/// Where a request's checkpoint is cut.
+pub(crate) struct Cut {
+    /// Where reading resumes: the message of the call of `o`.
+    pub(crate) resume: ResumeAt,
+    /// `o`: the transcript item of the newest observation of the frozen history.
+    pub(crate) frozen: usize,
+    /// The start of `o`'s message: the bytes before it are hashed.
+    hashed: ResumeAt,
+    /// What the analyses read of the items of `o`'s message up to `o`.
+    items: u128,
+}
+
+impl Cut {
+    /// The cut of a request read as `request`, whose session and plan are given; `None`
+    /// when it has no observation in its frozen history or cannot resume.
+    pub(crate) fn of(request: &WireRequest<'_>, session: &Session<'_>, plan: &Plan) -> Option<Cut> {
+        let end = frozen_end(session, plan)?;
+        let o = session
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.item <= end && s.tree_kind().is_some())?;
+        let transcript = request.transcript();
+        let message_of = |item: usize| match transcript.items.get(item)? {
+            Item::Call(call) => Some(call.message),
+            Item::Result(result) => Some(result.message),
+            _ => None,
+        };
+        let hashed = request.resume_at(message_of(o.item)?)?;
+        let mut call = o.call_item;
+        // Every step read again must find its call among the items read again.
+        for _ in 0..4 {
+            let resume = request.resume_at(message_of(call)?)?;
+            let later = session
+                .steps
+                .iter()
+                .rev()
+                .take_while(|s| s.item >= resume.item);
+            match later.map(|s| s.call_item).min() {
+                Some(lowest) if lowest < resume.item => call = lowest,
+                _ => {
+                    let items = items_hash(transcript, hashed.item..o.item + 1);
+                    return Some(Cut {
+                        resume,
+                        frozen: o.item,
+                        hashed,
+                        items,
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// What the analyses read of `items` of `transcript`, hashed: every field of every item.
+fn items_hash(transcript: &Transcript<'_>, items: std::ops::Range<usize>) -> u128 {
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update(&(bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    for item in transcript.items.get(items).unwrap_or_default() {
+        match item {
+            Item::Call(c) => {
+                field(b"call");
+                field(c.id.as_bytes());
+                field(c.name.as_bytes());
+                field(c.arguments.as_bytes());
+                field(&c.message.to_le_bytes());
+            }
+            Item::Result(r) => {
+                field(b"result");
+                field(r.call_id.as_deref().unwrap_or("\u{0}none").as_bytes());
+                field(r.text.as_bytes());
+                let flags = [u8::from(r.is_error), u8::from(r.appendix)];
+                field(&flags);
+                field(&r.images.to_le_bytes());
+                field(&r.message.to_le_bytes());
+            }
+            Item::Text { role, text } => {
+                field(format!("text {role:?}").as_bytes());
+                field(text.as_bytes());
+            }
+            Item::Other => field(b"other"),
+        }
+    }
+    hash.digest128()
+}
+
+/// What a request's analyses left for its checkpoint.
+pub(crate) struct Parts<'p> {
+    pub(crate) report: &'p Plan,
+    /// The plan's edits hold the no-progress guidance.
+    pub(crate) guidance: bool,
+    pub(crate) written: Option<&'p WrittenEvidence>,
+    /// The progress tracker before the cut's resume point.
+    pub(crate) tracker: Option<Tracker>,
+}
+
+/// Writes `request` with the plan's edits, from `base`'s resume point on when there is a
+/// base, and keeps a checkpoint at `cut` built on `base`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_and_keep(
+    body: &str,
+    request: &WireRequest<'_>,
+    breakpoint: Option<Breakpoint>,
+    base: Option<&Checkpoint>,
+    cut: Cut,
+    parts: Parts<'_>,
+    memo: &Memo,
+    context: u64,
+) -> String {
+    let from = base.map_or(0, |b| b.resume.offset);
+    let edits = &parts.report.edits;
+    let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);
+    // The same bytes as the base's (the request repeats its turn): the base is the same
+    // checkpoint.
+    let same = base.is_some_and(|b| b.hashed == cut.hashed.offset)
+        || memo.checkpoints.has(body, cut.hashed.offset, context);
+    if !same {
+        let kept = checkpoint_at(body, &tail, base, cut, parts, context);
+        memo.checkpoints.keep(kept);
+    }
+    joined(base, std::mem::take(&mut tail.body))
+}
+
+/// `base`'s projected bytes, then `tail`.
+fn joined(base: Option<&Checkpoint>, tail: String) -> String {
+    let Some(base) = base else {
+        return tail;
+    };
+    let mut out = String::with_capacity(base.written.len() + tail.len());
+    for part in base.written.iter() {
+        out.push_str(part);
+    }
+    out.push_str(&tail);
+    out
+}
+
+/// The checkpoint at `cut` of `body`, whose bytes after `base`'s resume point were written
+/// as `tail`.
+fn checkpoint_at(
+    body: &str,
+    tail: &crate::adapter::SplitWrite,
+    base: Option<&Checkpoint>,
+    cut: Cut,
+    parts: Parts<'_>,
+    context: u64,
+) -> Checkpoint {
+    let mut input = base.map_or_else(Default::default, |b| b.input.clone());
+    let repeated = base.map_or(0, |b| b.hashed);
+    input.push(body.get(repeated..cut.hashed.offset).unwrap_or_default());
+    let mut written = base.map_or_else(Default::default, |b| b.written.clone());
+    let mut own = tail.body[..tail.mark].to_string();
+    if let Some(at) = tail.breakpoint {
+        own.replace_range(at..at + BREAKPOINT_LEN, "");
+    }
+    written.push(&own);
+    let resume_item = cut.resume.item;
+    let before = |item: usize| item < resume_item;
+    let mut kept = Checkpoint::bare(context, cut.resume, input);
+    kept.written = written;
+    kept.items = cut.items;
+    kept.hashed_item = cut.hashed.item;
+    kept.chosen_until = cut.frozen;
+    kept.tracker = parts.tracker;
+    let report = parts.report;
+    kept.results = base.map_or_else(Default::default, |b| b.results.clone());
+    kept.results.push(
+        report
+            .results
+            .iter()
+            .filter(|r| before(r.item))
+            .cloned()
+            .collect(),
+    );
+    kept.observations = base.is_some_and(|b| b.observations)
+        || report
+            .results
+            .iter()
+            .any(|r| before(r.item) && is_observation(r));
+    let groups = edit_groups(
+        &report.edits,
+        parts.guidance,
+        parts.written.map(|w| &w.written),
+    );
+    kept.edits = base.map_or_else(Default::default, |b| b.edits.clone());
+    kept.edits.push(
+        groups
+            .into_iter()
+            .zip(&report.edits)
+            .filter(|(_, e)| before(e.item))
+            .map(|(g, e)| (g, e.clone()))
+            .collect(),
+    );
+    if let Some(w) = parts.written {
+        let (quotes, refused, bytes) = evidence_before(&w.written, resume_item);
+        kept.quotes = base.map_or_else(Vec::new, |b| b.quotes.clone());
+        kept.quotes.extend(quotes);
+        kept.refused = base.map_or_else(Vec::new, |b| b.refused.clone());
+        kept.refused.extend(refused);
+        kept.evidence_bytes = base.map_or(0, |b| b.evidence_bytes) + bytes;
+        kept.choice = w.kept.clone();
+    }
+    kept
+}
+
+/// An observation that projection collapsed or kept live.
+fn is_observation(r: &ResultReport) -> bool {
+    matches!(
+        r.status,
+        projection::Status::Collapsed | projection::Status::Live
+    )
+}
+
+/// The group of every edit of a plan whose edits are receipts, then the guidance (when
+/// `guidance`), then what `written` appended ([`crate::written::apply`]'s order).
+fn edit_groups(edits: &[Edit], guidance: bool, written: Option<&Written>) -> Vec<EditGroup> {
+    let receipts = edits.iter().filter(|e| !e.append).count();
+    let replaced: std::collections::HashSet<usize> =
+        edits.iter().filter(|e| !e.append).map(|e| e.item).collect();
+    let inside = written.map_or(0, |w| {
+        w.inside
+            .iter()
+            .filter(|(i, _)| !replaced.contains(i))
+            .count()
+    });
+    let guidance = usize::from(guidance);
+    (0..edits.len())
+        .map(|i| match i {
+            i if i < receipts => EditGroup::Receipt,
+            i if i < receipts + guidance => EditGroup::Guidance,
+            i if i < receipts + guidance + inside => EditGroup::Inside,
+            _ => EditGroup::Appended,
+        })
+        .collect()
+}
+
+/// The quotes, refusals and bytes of the blocks of `written` before transcript item `item`.
+type BlockQuotes = Vec<(Block, Quote)>;
+fn evidence_before(written: &Written, item: usize) -> (BlockQuotes, BlockQuotes, usize) {
+    let pick = |quotes: &[Quote], blocks: &[Block]| -> BlockQuotes {
+        blocks
+            .iter()
+            .zip(quotes)
+            .filter(|(b, _)| b.item() < item)
+            .map(|(b, q)| (*b, q.clone()))
+            .collect()
+    };
+    let bytes = written
+        .inside
+        .iter()
+        .chain(&written.appended)
+        .filter(|(i, _)| *i < item)
+        .map(|(_, t)| t.len())
+        .sum();
+    (
+        pick(&written.quotes, &written.quote_blocks),
+        pick(&written.refused, &written.refused_blocks),
+        bytes,
+    )
+}
+
+/// Projects `body` from checkpoint `base`; `None` when the request must go the whole way:
+/// the tail cannot be read as a whole read would read it, or what it holds would change
+/// something before the resume point.
+pub(crate) fn project(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    memo: &Memo,
+    base: &Arc<Checkpoint>,
+) -> Option<Projection> {
+    let request = read_request_from(body, format, &base.resume)?;
+    let transcript = request.transcript();
+    if items_hash(transcript, base.hashed_item..base.chosen_until + 1) != base.items {
+        return None;
+    }
+    let tools = BrowserTools::new(&config.browser_tools);
+    let session = Session::read(transcript, &tools, Some(memo), depth(config, false));
+    if session.unpaired > 0 || session.steps.is_empty() {
+        return None;
+    }
+    let mut plan = projection::plan(&session, config.receipt_max_bytes);
+    if !live_after(&session, base) || asks_later(transcript, base, config) {
+        return None;
+    }
+    let cut = Cut::of(&request, &session, &plan);
+    let tracker = match (&base.tracker, config.progress_on()) {
+        (Some(t), true) => Some(t.clone()),
+        (None, false) => None,
+        _ => return None,
+    };
+    let (progress, snapshot) = match tracker {
+        Some(t) => {
+            let (p, s) = track(
+                &session,
+                t,
+                base.resume.item,
+                cut.as_ref().map(|c| c.resume.item),
+            );
+            (Some(p), s)
+        }
+        None => (None, None),
+    };
+    let target = evidence::target(&session, &plan);
+    let mut guidance = false;
+    if let (true, Some(progress)) = (config.progress_on(), &progress) {
+        guidance = add_guidance(progress, target?, &mut plan);
+    }
+    let written = match config.evidence_on() {
+        true => Some(choose(
+            &request,
+            &session,
+            &mut plan,
+            memo,
+            base,
+            cut.as_ref(),
+        )?),
+        false => None,
+    };
+    let breakpoint = match format {
+        RequestFormat::Anthropic => Some(request.breakpoint_before(frozen_end(&session, &plan)?)?),
+        _ => None,
+    };
+    let evidence = merged_evidence(base, written.as_ref());
+    let report = merged_plan(base, &plan, guidance, written.as_ref());
+    let body_out = match cut {
+        Some(cut) => {
+            let context = base.context();
+            let parts = Parts {
+                report: &plan,
+                guidance,
+                written: written.as_ref(),
+                tracker: snapshot,
+            };
+            write_and_keep(
+                body,
+                &request,
+                breakpoint,
+                Some(base),
+                cut,
+                parts,
+                memo,
+                context,
+            )
+        }
+        None => {
+            let from = base.resume.offset;
+            let tail = request.write_from("", from, &plan.edits, breakpoint, from);
+            joined(Some(base), tail.body)
+        }
+    };
+    Some(Projection {
+        body: body_out,
+        format,
+        format_reason: "given",
+        report,
+        evidence,
+        server_side_history: request.hints.server_side_history,
+        progress,
+        verdicts: Vec::new(),
+        breakpoint,
+    })
+}
+
+/// True when the live page state starts at or after the checkpoint's observation and is
+/// found among the steps read again: otherwise a page before the resume point would be
+/// live again.
+fn live_after(session: &Session<'_>, base: &Checkpoint) -> bool {
+    let steps = &session.steps;
+    match projection::live_start(steps) {
+        // A diff's walk back may end at the first step read only because the steps before
+        // it were not read: a full tree must end it.
+        Some(start) => {
+            let kind = steps[start].tree_kind();
+            let full = kind == Some(crate::observation::TreeKind::Full);
+            let diff = kind == Some(crate::observation::TreeKind::Diff);
+            steps[start].item >= base.chosen_until && (full || !diff)
+        }
+        None => !base.observations,
+    }
+}
+
+/// True when a user message after the checkpoint's observation may ask about collapsed
+/// pages: its answer is chosen from every collapsed page, which the checkpoint does not
+/// keep.
+fn asks_later(transcript: &Transcript<'_>, base: &Checkpoint, config: &Config) -> bool {
+    config.evidence_on()
+        && transcript
+            .items
+            .iter()
+            .skip(base.chosen_until + 1)
+            .any(|i| {
+                matches!(
+                    i,
+                    Item::Text {
+                        role: Role::User,
+                        ..
+                    }
+                )
+            })
+}
+
+/// The evidence of the tail: the choice resumed from `base`, rendered from the resume point
+/// on and written into `plan`; `None` when a cap dropped a quote written before it.
+fn choose(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    memo: &Memo,
+    base: &Checkpoint,
+    cut: Option<&Cut>,
+) -> Option<WrittenEvidence> {
+    let mut choice = base.choice.clone()?;
+    choice.state.lowest_drop = None;
+    let (choice, kept) = crate::written::choose_from(
+        request.transcript(),
+        session,
+        plan,
+        choice,
+        Some(base.chosen_until),
+        cut.map(|c| c.frozen),
+        Some(memo),
+    );
+    if choice
+        .state
+        .lowest_drop
+        .is_some_and(|d| d < base.resume.item)
+    {
+        return None;
+    }
+    let written = choice
+        .state
+        .render_from(choice.state.len(), base.resume.item);
+    crate::written::apply(&written, &mut plan.edits);
+    Some(WrittenEvidence { written, kept })
+}
+
+/// The whole request's plan: the checkpoint's results and edits, then the tail's, in the
+/// order a whole projection lists them.
+fn merged_plan(
+    base: &Checkpoint,
+    plan: &Plan,
+    guidance: bool,
+    written: Option<&WrittenEvidence>,
+) -> Plan {
+    let mut results: Vec<ResultReport> = base.results.iter().cloned().collect();
+    results.extend(plan.results.iter().cloned());
+    let groups = edit_groups(&plan.edits, guidance, written.map(|w| &w.written));
+    let mut edits: Vec<(EditGroup, Edit)> = base.edits.iter().cloned().collect();
+    edits.extend(groups.into_iter().zip(plan.edits.iter().cloned()));
+    // Stable: within a group, the checkpoint's edits (earlier items) stay first.
+    edits.sort_by_key(|(g, _)| *g);
+    Plan {
+        results,
+        edits: edits.into_iter().map(|(_, e)| e).collect(),
+    }
+}
+
+/// The whole request's evidence report: the checkpoint's blocks and the tail's, inside
+/// blocks before appended ones, each in transcript order.
+fn merged_evidence(base: &Checkpoint, written: Option<&WrittenEvidence>) -> EvidenceReport {
+    let Some(w) = written else {
+        return EvidenceReport::default();
+    };
+    let tail = written_report(&w.written);
+    let merge = |kept: &[(Block, Quote)], quotes: Vec<Quote>, blocks: &[Block]| {
+        let mut all: Vec<(Block, Quote)> = kept.to_vec();
+        all.extend(blocks.iter().copied().zip(quotes));
+        all.sort_by_key(|(b, _)| matches!(b, Block::Appended(_)));
+        all.into_iter().map(|(_, q)| q).collect::<Vec<_>>()
+    };
+    EvidenceReport {
+        retained: merge(&base.quotes, tail.retained, &w.written.quote_blocks),
+        refused: merge(&base.refused, tail.refused, &w.written.refused_blocks),
+        omitted: tail.omitted,
+        bytes: base.evidence_bytes + tail.bytes,
+        ..EvidenceReport::default()
+    }
+}
+
+const BREAKPOINT_LEN: usize = r#","cache_control":{"type":"ephemeral"}"#.len();
