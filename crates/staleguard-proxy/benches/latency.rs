@@ -170,16 +170,6 @@ fn profile_warm() {
         std::hint::black_box(projected.map(|p| p.body.len()).ok());
         times.push(t.elapsed());
     }
-    if std::env::var("SLOW").is_ok() {
-        for (i, t) in times
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.as_secs_f64() > 0.002)
-        {
-            eprintln!("turn {i}: {:.2} ms", t.as_secs_f64() * 1e3);
-        }
-        eprintln!("resumed {}", memo.resumed());
-    }
     // The first turn fills the memo; the rest are warm.
     let mut warm = times.split_off(1);
     warm.sort();
