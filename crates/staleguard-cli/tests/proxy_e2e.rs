@@ -709,6 +709,54 @@ fn openai_chat_is_projected_streamed_and_parsed() {
     assert_eq!(answer["object"], "chat.completion");
 }
 
+/// A session sent turn by turn, as an agent sends it: from the second turn on the proxy
+/// resumes from the checkpoint the previous turn left (its log says `resumed=true`), and
+/// every forwarded body is still the projection the CLI makes of that turn alone.
+#[test]
+fn a_session_turn_by_turn_resumes_and_forwards_the_same_bytes() {
+    let work = Work::new("turn_by_turn");
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    for (name, path) in [
+        ("order.openai.json", "/v1/chat/completions"),
+        ("order.anthropic.json", "/v1/messages"),
+    ] {
+        let body: Value =
+            serde_json::from_slice(&fs::read(fixture(&format!("pwmcp-0.0.41/{name}"))).unwrap())
+                .unwrap();
+        let messages = body["messages"].as_array().expect("messages").clone();
+        for n in 1..=messages.len() {
+            let mut turn = body.clone();
+            turn["messages"] = Value::Array(messages[..n].to_vec());
+            let bytes = serde_json::to_vec(&turn).unwrap();
+            up.reset();
+            let headers = [
+                ("Content-Type", "application/json"),
+                ("Authorization", "Bearer sk-test-secret"),
+                ("x-api-key", "sk-test-secret"),
+                ("anthropic-version", "2023-06-01"),
+            ];
+            let r = http(proxy.port, "POST", path, &headers, &bytes);
+            assert_eq!(r.status, 200, "{name} turn {n}");
+            let recs = up.requests();
+            let what = format!("{name} turn {n}");
+            assert_same_bytes(
+                &work,
+                rec_body(&recs[0]).as_bytes(),
+                &project(&work, &bytes),
+                &what,
+            );
+        }
+    }
+    let log = proxy.stop();
+    let resumed = log.matches("resumed=true").count();
+    let projected = log.matches("outcome=projected").count();
+    assert!(
+        resumed * 2 > projected,
+        "{resumed} of {projected} projected turns resumed:\n{log}"
+    );
+}
+
 #[test]
 fn anthropic_messages_and_count_tokens_are_projected() {
     let work = Work::new("anthropic");

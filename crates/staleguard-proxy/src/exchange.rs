@@ -30,6 +30,8 @@ pub(crate) struct Exchange {
     format: &'static str,
     collapsed: usize,
     breakpoint: &'static str,
+    /// The projection resumed from a checkpoint of the session's previous turn.
+    resumed: bool,
     /// Decoded bytes received and bytes forwarded of a projected body.
     projected: Option<(usize, usize)>,
     bytes_in: usize,
@@ -58,6 +60,7 @@ impl Exchange {
             format: "-",
             collapsed: 0,
             breakpoint: "-",
+            resumed: false,
             projected: None,
             bytes_in: 0,
             bytes_out: 0,
@@ -85,11 +88,13 @@ impl Exchange {
             collapsed,
             received,
             breakpoint,
+            resumed,
             ..
         } = outcome
         {
             self.collapsed = *collapsed;
             self.breakpoint = breakpoint;
+            self.resumed = *resumed;
             self.projected = Some((*received, bytes_out));
         }
         self.forwarded_after = Some(self.started.elapsed());
@@ -168,6 +173,7 @@ impl Exchange {
             bytes_out = self.bytes_out,
             collapsed = self.collapsed,
             breakpoint = self.breakpoint,
+            resumed = self.resumed,
             status = self.status,
             added_ms = self.forwarded_after.map(ms),
             latency_ms = self.headers_after.as_millis() as u64,

@@ -99,6 +99,8 @@ enum Outcome {
         format: RequestFormat,
         /// What became of the breakpoint of our own (Anthropic, SPEC 9).
         breakpoint: &'static str,
+        /// Read from a checkpoint on: only what is new since the session's previous turn.
+        resumed: bool,
     },
     Passthrough(&'static str),
     Untouched,
@@ -328,6 +330,7 @@ async fn rewrite(
                 saved,
                 format: p.format,
                 breakpoint: breakpoint_label(p.breakpoint),
+                resumed: p.resumed,
             };
             Ok((Bytes::from(p.body), outcome))
         }

@@ -56,6 +56,9 @@ pub struct Projection {
     /// stays frozen (SPEC 9), or why there is none. `None` for other formats and requests
     /// without a browser result.
     pub breakpoint: Option<Breakpoint>,
+    /// Read and analysed from a checkpoint in the memo on: only the messages from the
+    /// previous turn's newest observation on were read. The answer is the same either way.
+    pub resumed: bool,
 }
 
 /// The guard's verdict on one browser call of the request.
@@ -212,6 +215,7 @@ fn project_whole(
         progress,
         verdicts,
         breakpoint,
+        resumed: false,
     })
 }
 

@@ -58,6 +58,7 @@ fn run(body: &str, format: RequestFormat, config: &Config, memo: Option<&Memo>) 
 }
 
 fn same(a: &Projection, b: &Projection, what: &str) {
+    assert!(!a.resumed, "{what}: resumed without a memo");
     assert_eq!(a.body, b.body, "{what}: body");
     assert_eq!(a.report, b.report, "{what}: report");
     assert_eq!(a.evidence, b.evidence, "{what}: evidence");

@@ -395,6 +395,7 @@ pub(crate) fn project(
         progress,
         verdicts: Vec::new(),
         breakpoint,
+        resumed: true,
     })
 }
 
