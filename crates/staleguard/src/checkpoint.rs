@@ -187,8 +187,8 @@ impl Checkpoint {
         self.context
     }
 
-    /// Estimated bytes it holds of its own (parts shared with the session's other
-    /// checkpoints are counted in each).
+    /// Estimated bytes it holds, the parts it shares with the checkpoint it replaced
+    /// included.
     fn weight(&self) -> usize {
         let edits: usize = self.edits.iter().map(|(_, e)| e.text.len() + 64).sum();
         let quote = |(_, q): &(Block, Quote)| q.quote.len() + q.source_url.len() + 64;
@@ -235,8 +235,10 @@ impl Checkpoints {
         Some(found)
     }
 
-    /// Keeps `checkpoint`, dropping the oldest ones over the bound.
-    pub(crate) fn keep(&self, checkpoint: Checkpoint) {
+    /// Keeps `checkpoint` in place of `replaces` (the checkpoint of the session's previous
+    /// turn, which the new one extends: a request that matched the old one matches the new
+    /// one too), dropping the oldest ones over the bound.
+    pub(crate) fn keep(&self, checkpoint: Checkpoint, replaces: Option<&Checkpoint>) {
         let weight = checkpoint.weight();
         if weight > self.max_bytes {
             return;
@@ -244,6 +246,9 @@ impl Checkpoints {
         let Ok(mut kept) = self.kept.lock() else {
             return;
         };
+        if let Some(old) = replaces {
+            kept.retain(|(c, _)| !std::ptr::eq(&**c, old));
+        }
         kept.push((Arc::new(checkpoint), weight));
         let mut total: usize = kept.iter().map(|(_, w)| w).sum();
         while total > self.max_bytes && !kept.is_empty() {

@@ -18,8 +18,8 @@ use quick_cache::Weighter;
 use crate::checkpoint::Checkpoints;
 use crate::session::{Depth, Reading};
 
-/// The default bound: 256 MiB of derived data, the readings of at least 30 MB of results and
-/// their evidence scores.
+/// The default bound: 256 MiB of derived data: the readings of at least 20 MB of results,
+/// their evidence scores, and the checkpoints of about twenty sessions of a megabyte.
 pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes a reading may hold once every part of it is read (tree, chunk words and facts,
@@ -63,9 +63,10 @@ const SCORES_ENTRY_BYTES: u64 = 96;
 /// context per place.
 const SCORES_SHARE: usize = 16;
 
-/// The share of the memo's bound that checkpoints may take: one holds its request's
-/// projected history, so a few sessions of megabytes fit in the default bound.
-const CHECKPOINTS_SHARE: usize = 8;
+/// The share of the memo's bound that checkpoints may take: a session keeps one, holding
+/// its history's bytes and their projection, so the default bound holds those of about
+/// twenty sessions of a megabyte (and the readings of their new results).
+const CHECKPOINTS_SHARE: usize = 4;
 
 impl Weighter<u128, Arc<Reading>> for ByBytes {
     fn weight(&self, _key: &u128, reading: &Arc<Reading>) -> u64 {
@@ -78,7 +79,7 @@ pub struct Memo {
     cache: Cache<u128, Arc<Reading>, ByBytes>,
     /// Evidence scores per page and context, within a sixteenth of the bound.
     scores: Cache<ScoresKey, Arc<[u32]>, ScoreBytes>,
-    /// The analyses' state where recent requests' frozen history ends, within an eighth of
+    /// The analyses' state where recent requests' frozen history ends, within a quarter of
     /// the bound.
     pub(crate) checkpoints: Checkpoints,
     /// Requests projected from a checkpoint on.

@@ -133,7 +133,7 @@ fn answers_are_the_same_resumed_under_other_settings_and_shapes() {
     }
 }
 
-/// Checkpoints stay within the memo's bound (an eighth of it) and still answer the same
+/// Checkpoints stay within the memo's bound (a quarter of it) and still answer the same
 /// when the bound leaves room for few of them.
 #[test]
 fn checkpoints_stay_within_a_small_memo() {

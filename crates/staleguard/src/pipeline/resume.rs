@@ -153,7 +153,7 @@ pub(crate) fn write_and_keep(
         || memo.checkpoints.has(body, cut.hashed.offset, context);
     if !same {
         let kept = checkpoint_at(body, &tail, base, cut, parts, context);
-        memo.checkpoints.keep(kept);
+        memo.checkpoints.keep(kept, base);
     }
     joined(base, std::mem::take(&mut tail.body))
 }
