@@ -7,7 +7,8 @@
 //! tracked one request ago and comes out the same (C1 freezes it), so a checkpoint keeps
 //! what the analyses had at that point: the projected bytes, the reports, the evidence
 //! choice, the progress tracker and where reading resumes. A later body whose bytes up to
-//! there are the same (compared, not trusted to a hash) resumes there. Anything the new
+//! there hash the same (128 bits, seeded with the memo's secret seed, so that page text
+//! cannot be crafted to collide) resumes there. Anything the new
 //! messages would change before the checkpoint (a cap dropping an old quote, a question, a
 //! breakpoint or a live page state reaching back) makes the request go the whole way
 //! instead: a checkpoint only saves work, and every answer is the same with it or without.
@@ -16,6 +17,8 @@
 //! parts (bytes, projected bytes, reports) by reference and adds its own.
 
 use std::sync::{Arc, Mutex};
+
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::adapter::{RequestFormat, ResumeAt};
 use crate::evidence::Quote;
@@ -71,32 +74,6 @@ impl Parts<str> {
         self.parts.iter().map(|p| &**p)
     }
 
-    /// True when `bytes` ends as the last part does, up to `n` bytes: a cheap first test,
-    /// as sessions differ in their newest messages.
-    fn ends_as(&self, bytes: &[u8], n: usize) -> bool {
-        let Some(last) = self.parts.last() else {
-            return bytes.is_empty();
-        };
-        let n = n.min(last.len());
-        let end = &last.as_bytes()[last.len() - n..];
-        bytes.len() >= n && &bytes[bytes.len() - n..] == end
-    }
-
-    /// True when `bytes` is what the parts hold, joined.
-    fn same_as(&self, bytes: &[u8]) -> bool {
-        let mut at = 0;
-        for part in self.iter() {
-            let Some(slice) = bytes.get(at..at + part.len()) else {
-                return false;
-            };
-            if slice != part.as_bytes() {
-                return false;
-            }
-            at += part.len();
-        }
-        at == bytes.len()
-    }
-
     fn heap_bytes(&self) -> usize {
         self.len() + self.parts.len() * 32
     }
@@ -121,10 +98,16 @@ impl<T> Parts<[T]> {
 
 /// The analyses' state at the start of one message of a request.
 pub(crate) struct Checkpoint {
-    /// The body's bytes that a later body must repeat: up to the start of the message of
-    /// the newest observation of the frozen history (`chosen_until`).
-    pub input: Parts<str>,
+    /// How many of the body's bytes a later body must repeat: up to the start of the
+    /// message of the newest observation of the frozen history (`chosen_until`).
     pub hashed: usize,
+    /// Their hash, seeded with the memo's seed, and the hash's state there: the next
+    /// checkpoint of the session hashes only what is new.
+    hash: u128,
+    pub hasher: Box<Xxh3>,
+    /// Their last bytes (up to [`END`]): a cheap first test, as sessions differ in their
+    /// newest messages.
+    end: Box<[u8]>,
     /// The first item of that message.
     pub hashed_item: usize,
     /// What the analyses read of the items from `hashed_item` to `chosen_until`.
@@ -153,11 +136,20 @@ pub(crate) struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// A checkpoint of a body whose first `hashed` bytes are `input`, without any analysis.
-    pub(crate) fn bare(context: u64, resume: ResumeAt, input: Parts<str>) -> Checkpoint {
+    /// A checkpoint of `body`'s first `hashed` bytes, which `hasher` has taken in, without
+    /// any analysis.
+    pub(crate) fn bare(
+        context: u64,
+        resume: ResumeAt,
+        body: &str,
+        (hasher, hashed): (Xxh3, usize),
+    ) -> Checkpoint {
+        let bytes = body.as_bytes().get(..hashed).unwrap_or_default();
         Checkpoint {
-            hashed: input.len(),
-            input,
+            hashed,
+            hash: hasher.digest128(),
+            hasher: Box::new(hasher),
+            end: bytes[bytes.len().saturating_sub(END)..].into(),
             hashed_item: 0,
             items: 0,
             observations: false,
@@ -175,11 +167,12 @@ impl Checkpoint {
         }
     }
 
-    /// True when `body` starts with this checkpoint's bytes.
-    fn starts(&self, body: &str) -> bool {
-        body.as_bytes()
-            .get(..self.hashed)
-            .is_some_and(|b| self.input.ends_as(b, 64) && self.input.same_as(b))
+    /// True when `body` starts with this checkpoint's bytes, with the memo's `seed`.
+    fn starts(&self, body: &str, seed: u64) -> bool {
+        let Some(bytes) = body.as_bytes().get(..self.hashed) else {
+            return false;
+        };
+        bytes.ends_with(&self.end) && hasher(seed, bytes).digest128() == self.hash
     }
 
     /// The format and settings it was computed under, hashed.
@@ -193,7 +186,7 @@ impl Checkpoint {
         let edits: usize = self.edits.iter().map(|(_, e)| e.text.len() + 64).sum();
         let quote = |(_, q): &(Block, Quote)| q.quote.len() + q.source_url.len() + 64;
         let quotes: usize = self.quotes.iter().chain(&self.refused).map(quote).sum();
-        self.input.heap_bytes()
+        std::mem::size_of::<Xxh3>()
             + self.written.heap_bytes()
             + self.results.count() * 256
             + edits
@@ -220,7 +213,7 @@ impl Checkpoints {
     }
 
     /// The newest checkpoint whose bytes `body` starts with, under `context`.
-    pub(crate) fn find(&self, body: &str, context: u64) -> Option<Arc<Checkpoint>> {
+    pub(crate) fn find(&self, body: &str, context: u64, seed: u64) -> Option<Arc<Checkpoint>> {
         let candidates: Vec<Arc<Checkpoint>> = {
             let kept = self.kept.lock().ok()?;
             kept.iter()
@@ -230,7 +223,7 @@ impl Checkpoints {
                 .collect()
         };
         // Compared outside the lock: other requests go on meanwhile.
-        let found = candidates.into_iter().find(|c| c.starts(body))?;
+        let found = candidates.into_iter().find(|c| c.starts(body, seed))?;
         self.touch(&found);
         Some(found)
     }
@@ -256,13 +249,14 @@ impl Checkpoints {
         }
     }
 
-    /// True when a checkpoint of `body`'s first `hashed` bytes is kept under `context`.
-    pub(crate) fn has(&self, body: &str, hashed: usize, context: u64) -> bool {
+    /// True when a checkpoint of the same first `hashed` bytes, whose hash is `hash`, is
+    /// kept under `context`.
+    pub(crate) fn has(&self, hash: u128, hashed: usize, context: u64) -> bool {
         let Ok(kept) = self.kept.lock() else {
             return false;
         };
         kept.iter()
-            .any(|(c, _)| c.hashed == hashed && c.context == context && c.starts(body))
+            .any(|(c, _)| c.hashed == hashed && c.context == context && c.hash == hash)
     }
 
     /// Moves `found` to the newest place, where eviction reaches it last.
@@ -281,6 +275,16 @@ impl Checkpoints {
             .lock()
             .map_or(0, |kept| kept.iter().map(|(_, w)| w).sum())
     }
+}
+
+/// Bytes of the end of a checkpoint's prefix compared before its hash is computed.
+const END: usize = 64;
+
+/// The hash a checkpoint is found by, having taken in `bytes`.
+pub(crate) fn hasher(seed: u64, bytes: &[u8]) -> Xxh3 {
+    let mut hasher = Xxh3::with_seed(seed);
+    hasher.update(bytes);
+    hasher
 }
 
 /// What an answer depends on besides the body: the format and every setting.

@@ -110,7 +110,7 @@ pub fn project(
 ) -> Result<Projection, Error> {
     let checkpoints = checkpointing(format, config, &options);
     if let Some((memo, context)) = checkpoints {
-        let found = memo.checkpoints.find(body, context);
+        let found = memo.checkpoints.find(body, context, memo.seed());
         if let Some(p) = found.and_then(|c| resume::project(body, format, config, memo, &c)) {
             memo.count_resumed();
             return Ok(p);

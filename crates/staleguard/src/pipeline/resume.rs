@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
-use crate::checkpoint::{Checkpoint, EditGroup};
+use crate::checkpoint::{self, Checkpoint, EditGroup};
 use crate::config::Config;
 use crate::evidence::{self, EvidenceReport, Quote};
 use crate::memo::Memo;
@@ -148,11 +148,21 @@ pub(crate) fn write_and_keep(
     let edits = &parts.report.edits;
     let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);
     // The same bytes as the base's (the request repeats its turn): the base is the same
-    // checkpoint.
-    let same = base.is_some_and(|b| b.hashed == cut.hashed.offset)
-        || memo.checkpoints.has(body, cut.hashed.offset, context);
-    if !same {
-        let kept = checkpoint_at(body, &tail, base, cut, parts, context);
+    // checkpoint. Otherwise only the bytes after the base's are hashed.
+    let hashed = cut.hashed.offset;
+    if base.is_some_and(|b| b.hashed == hashed) {
+        return joined(base, std::mem::take(&mut tail.body));
+    }
+    let hasher = match base {
+        Some(b) if b.hashed < hashed => {
+            let mut h = (*b.hasher).clone();
+            h.update(body.as_bytes().get(b.hashed..hashed).unwrap_or_default());
+            h
+        }
+        _ => checkpoint::hasher(memo.seed(), body.as_bytes().get(..hashed).unwrap_or_default()),
+    };
+    if !memo.checkpoints.has(hasher.digest128(), hashed, context) {
+        let kept = checkpoint_at(body, &tail, base, cut, parts, context, hasher);
         memo.checkpoints.keep(kept, base);
     }
     joined(base, std::mem::take(&mut tail.body))
@@ -180,10 +190,8 @@ fn checkpoint_at(
     cut: Cut,
     parts: Parts<'_>,
     context: u64,
+    hasher: xxhash_rust::xxh3::Xxh3,
 ) -> Checkpoint {
-    let mut input = base.map_or_else(Default::default, |b| b.input.clone());
-    let repeated = base.map_or(0, |b| b.hashed);
-    input.push(body.get(repeated..cut.hashed.offset).unwrap_or_default());
     let mut written = base.map_or_else(Default::default, |b| b.written.clone());
     let mut own = tail.body[..tail.mark].to_string();
     if let Some(at) = tail.breakpoint {
@@ -192,7 +200,8 @@ fn checkpoint_at(
     written.push(&own);
     let resume_item = cut.resume.item;
     let before = |item: usize| item < resume_item;
-    let mut kept = Checkpoint::bare(context, cut.resume, input);
+    let hashed = (hasher, cut.hashed.offset);
+    let mut kept = Checkpoint::bare(context, cut.resume, body, hashed);
     kept.written = written;
     kept.items = cut.items;
     kept.hashed_item = cut.hashed.item;
