@@ -71,11 +71,11 @@ struct Totals {
 impl<'p> Report<'p> {
     /// The report of `projected`, which must have been made with verdicts.
     pub fn new(original: &str, projected: &'p Projected) -> Self {
-        let mut results: Vec<Row<'p>> = projected.report.results.iter().map(Row::from).collect();
+        let mut results: Vec<Row<'p>> = projected.report().results.iter().map(Row::from).collect();
         let (calls, stalled) = progress_and_guard(projected, &mut results);
         let totals = Totals {
             browser_results: results.len(),
-            collapsed: projected.report.collapsed(),
+            collapsed: projected.report().collapsed(),
             bytes_before: original.len(),
             bytes_after: projected.body.len(),
             tokens_before: count_tokens(original),

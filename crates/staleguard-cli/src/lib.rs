@@ -328,7 +328,7 @@ fn demo(format: &str) -> Result<(), Failure> {
 /// The first collapsed observation, before and after.
 fn before_after(body: &str, file: &str, projected: &Projected) -> String {
     let Some(first) = projected
-        .report
+        .report()
         .results
         .iter()
         .find(|r| r.status == staleguard::Status::Collapsed)

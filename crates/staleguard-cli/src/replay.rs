@@ -549,7 +549,7 @@ fn send(
         ..Options::default()
     };
     let projected = project(request, RequestFormat::Auto, &options.config, with_memo)?;
-    let results = &projected.report.results;
+    let results = &projected.report().results;
     let live = results
         .iter()
         .filter(|r| r.status == Status::Live)

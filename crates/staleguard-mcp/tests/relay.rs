@@ -433,7 +433,7 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
         staleguard::project_request(&body, staleguard::RequestFormat::OpenAiChat, &config)
             .expect("projects");
     let collapsed: Vec<_> = projected
-        .report
+        .report()
         .results
         .iter()
         .filter(|res| res.status == staleguard::Status::Collapsed)

@@ -266,7 +266,7 @@ fn check_marking(recordings: &[Recording]) {
         let marked = String::from_utf8(request(&rec.body, rec.messages().len(), 1)).expect("UTF-8");
         let collapsed = |body: &str| {
             staleguard::project_request(body, RequestFormat::Auto, &config)
-                .map(|p| p.report.collapsed())
+                .map(|p| p.collapsed())
                 .unwrap_or_else(|e| panic!("soak: {} does not project: {e}", rec.name))
         };
         let (a, b) = (collapsed(&plain), collapsed(&marked));

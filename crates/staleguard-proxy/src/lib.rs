@@ -325,7 +325,7 @@ async fn rewrite(
             headers.remove(header::CONTENT_ENCODING);
             let saved = len as i64 - p.body.len() as i64;
             let outcome = Outcome::Projected {
-                collapsed: p.report.collapsed(),
+                collapsed: p.collapsed(),
                 received: len,
                 saved,
                 format: p.format,

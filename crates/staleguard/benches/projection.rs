@@ -124,10 +124,10 @@ fn side_by_side(body: &str, rounds: usize) -> [f64; 6] {
 fn ratios() {
     let body = build_request();
     let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
-    let results = projected.report.results.len();
+    let results = projected.report().results.len();
     let [p, v, r, c, full, warm] = side_by_side(&body, 31);
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
-        body.len(), projected.report.collapsed(), body.len(), projected.body.len());
+        body.len(), projected.report().collapsed(), body.len(), projected.body.len());
     println!("  project          {:>8.2} ms", p * 1e3);
     println!(
         "  validate         {:>8.2} ms   project / validate = {:.2}",
@@ -164,7 +164,7 @@ fn dump(dir: &Path) {
     std::fs::create_dir_all(dir).expect("dump dir");
     std::fs::write(dir.join("request.json"), &body).expect("write request");
     std::fs::write(dir.join("projected.json"), &projected.body).expect("write projection");
-    std::fs::write(dir.join("report.txt"), format!("{:#?}", projected.report))
+    std::fs::write(dir.join("report.txt"), format!("{:#?}", projected.report()))
         .expect("write report");
 }
 

@@ -124,6 +124,8 @@ pub(crate) struct Checkpoint {
     /// Reports and edits of the results before `resume.item`, in plan order.
     pub results: Parts<[ResultReport]>,
     pub edits: Parts<[(EditGroup, Edit)]>,
+    /// Observations collapsed before `resume.item`.
+    pub collapsed: usize,
     /// Evidence written before `resume.item`: quotes and refusals by block, and bytes.
     pub quotes: Vec<(Block, Quote)>,
     pub refused: Vec<(Block, Quote)>,
@@ -158,6 +160,7 @@ impl Checkpoint {
             written: Parts::default(),
             results: Parts::default(),
             edits: Parts::default(),
+            collapsed: 0,
             quotes: Vec::new(),
             refused: Vec::new(),
             evidence_bytes: 0,

@@ -29,7 +29,7 @@
 //! let memo = Memo::default();
 //! let options = Options { memo: Some(&memo), ..Options::default() };
 //! let projection = project(&body, RequestFormat::Auto, &config, options).unwrap();
-//! assert_eq!(projection.report.collapsed(), 1);
+//! assert_eq!(projection.collapsed(), 1);
 //! assert!(!projection.body.contains("Buy"));                 // the old page is a receipt now
 //! assert!(projection.body.contains("[staleguard receipt]"));
 //! assert!(projection.body.contains(r#"\"Home\" [ref=e1]"#));  // the newest page is live

@@ -18,6 +18,8 @@ use crate::tools::BrowserTools;
 
 mod resume;
 
+use std::sync::Arc;
+
 /// What a projection may use beyond the request and the config.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options<'a> {
@@ -39,8 +41,8 @@ pub struct Projection {
     pub format: RequestFormat,
     /// Why that format was chosen (for `inspect`).
     pub format_reason: &'static str,
-    /// What happened to every browser result.
-    pub report: Plan,
+    /// What happened to every browser result: see [`report`](Self::report).
+    report: Report,
     /// What the evidence track kept, refused, omitted and dropped.
     pub evidence: EvidenceReport,
     /// Earlier turns live on the server (Responses `previous_response_id` / `conversation`,
@@ -59,6 +61,44 @@ pub struct Projection {
     /// Read and analysed from a checkpoint in the memo on: only the messages from the
     /// previous turn's newest observation on were read. The answer is the same either way.
     pub resumed: bool,
+}
+
+/// A projection's plan, or the parts it is made of when the request resumed from a
+/// checkpoint: joined on first use, as most hosts (the proxy) never read it whole.
+#[derive(Debug, Clone)]
+struct Report {
+    plan: std::sync::OnceLock<Plan>,
+    parts: Option<Arc<resume::ReportParts>>,
+    collapsed: usize,
+}
+
+impl Report {
+    fn whole(plan: Plan) -> Report {
+        Report {
+            collapsed: plan.collapsed(),
+            plan: std::sync::OnceLock::from(plan),
+            parts: None,
+        }
+    }
+}
+
+impl Projection {
+    /// What happened to every browser result: a report per result, and the edits.
+    pub fn report(&self) -> &Plan {
+        let report = &self.report;
+        report.plan.get_or_init(|| {
+            report
+                .parts
+                .as_ref()
+                .map_or_else(Plan::default, |p| p.join())
+        })
+    }
+
+    /// How many observations collapsed: [`Plan::collapsed`] of the
+    /// [`report`](Self::report), without joining it.
+    pub fn collapsed(&self) -> usize {
+        self.report.collapsed
+    }
 }
 
 /// The guard's verdict on one browser call of the request.
@@ -209,7 +249,7 @@ fn project_whole(
         body: body_out,
         format,
         format_reason,
-        report,
+        report: Report::whole(report),
         evidence,
         server_side_history: request.hints.server_side_history,
         progress,

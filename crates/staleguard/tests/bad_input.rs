@@ -68,9 +68,9 @@ fn oddities_are_kept_and_the_rest_projected() {
         {"role":"user","content":[{"type":"text","text":"x"}]},"#;
     let body = session(oddities);
     let p = project(&body);
-    assert_eq!(p.report.collapsed(), 1);
+    assert_eq!(p.report().collapsed(), 1);
     check_invariants(&body, &p);
-    let statuses: Vec<_> = p.report.results.iter().map(|r| r.status).collect();
+    let statuses: Vec<_> = p.report().results.iter().map(|r| r.status).collect();
     assert_eq!(statuses, vec![Status::Collapsed, Status::Live]);
 }
 
@@ -81,8 +81,8 @@ fn an_explicit_call_projects_whatever_the_hosts_switch_says() {
     let body = session("");
     let p = project_request(&body, RequestFormat::Auto, &staleguard::Config::default()).unwrap();
     assert_ne!(p.body, body);
-    assert_eq!(p.report.collapsed(), 1);
-    assert_eq!(p.report.results.len(), 2);
+    assert_eq!(p.report().collapsed(), 1);
+    assert_eq!(p.report().results.len(), 2);
 }
 
 proptest! {

@@ -61,7 +61,7 @@ fn every_snapshot_but_the_live_one_collapses_in_every_format() {
             let p = project_as(&body, format);
             check_any(&body, &p, format);
             let texts = result_texts(&body);
-            let results = &p.report.results;
+            let results = &p.report().results;
             assert_eq!(
                 results.len(),
                 texts.len(),
@@ -160,7 +160,7 @@ fn unable_to_navigate_is_a_failure_and_kept() {
             .position(|t| t.starts_with("Unable to navigate"))
             .expect("research has the refused navigation");
         assert_eq!(
-            p.report.results[refused].status,
+            p.report().results[refused].status,
             Status::Failed,
             "{format:?}"
         );
@@ -168,7 +168,11 @@ fn unable_to_navigate_is_a_failure_and_kept() {
     }
     // Error results (stale uids) are failures too.
     let p = project_as(&recorded("order", "openai"), RequestFormat::OpenAiChat);
-    assert!(p.report.results.iter().any(|r| r.status == Status::Failed));
+    assert!(p
+        .report()
+        .results
+        .iter()
+        .any(|r| r.status == Status::Failed));
 }
 
 fn transcript(body: &str) -> staleguard::transcript::Transcript<'_> {
@@ -389,7 +393,7 @@ fn page_ids_scope_uids_and_listing_pages_changes_nothing() {
     // list_pages naming page 1 selected, at the page's own URL: the uid stays actionable.
     args["pageId"] = serde_json::json!(1);
     let url = project(&upto)
-        .report
+        .report()
         .results
         .iter()
         .rev()

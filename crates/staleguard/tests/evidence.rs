@@ -124,7 +124,7 @@ fn comparison_quotes_from_two_pages_survive() {
     let body = two_pages();
     let p = project_with(&body, &on(), &[]);
     check_invariants(&body, &p);
-    assert_eq!(p.report.collapsed(), 2);
+    assert_eq!(p.report().collapsed(), 2);
     let text = tool_text(&p.body);
     assert!(
         text.contains("Widget A costs $19.99.") && text.contains("Widget B costs $24.50."),

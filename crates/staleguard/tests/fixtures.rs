@@ -44,7 +44,7 @@ fn exactly_the_older_observations_collapse() {
             "{name}: a session has at least two snapshots"
         );
         let collapsed: Vec<usize> = p
-            .report
+            .report()
             .results
             .iter()
             .filter(|r| r.status == Status::Collapsed)
@@ -64,7 +64,7 @@ fn failures_are_never_collapsed() {
         let p = project(&body);
         let (before, after) = (messages(&body), messages(&p.body));
         for r in p
-            .report
+            .report()
             .results
             .iter()
             .filter(|r| r.status == Status::Failed)
@@ -98,7 +98,7 @@ fn incremental_sessions_keep_the_live_document() {
         check_invariants(&body, &p);
         // The live state is the last full tree and every diff after it.
         let live: Vec<_> = p
-            .report
+            .report()
             .results
             .iter()
             .filter(|r| r.status == Status::Live)
@@ -160,7 +160,7 @@ fn seed_format_cases() {
     let p = project(&body);
     check_invariants(&body, &p);
     let by_call = |id: &str| {
-        p.report
+        p.report()
             .results
             .iter()
             .find(|r| r.call_id.as_deref() == Some(id))
@@ -223,7 +223,7 @@ fn repeated_tool_call_ids_resolve_to_the_nearest_call() {
     let p = project(&body);
     check_invariants(&body, &p);
     let statuses: Vec<_> = p
-        .report
+        .report()
         .results
         .iter()
         .map(|r| (r.message, r.status))

@@ -26,7 +26,7 @@ fn versions() -> Vec<std::path::PathBuf> {
 }
 
 fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
-    p.report
+    p.report()
         .results
         .iter()
         .filter(|r| r.status == Status::Collapsed)
@@ -180,7 +180,7 @@ fn gemini_keeps_everything_but_result_values() {
         p.server_side_history,
         "cachedContent holds the earlier turns"
     );
-    assert!(p.report.collapsed() > 0);
+    assert!(p.report().collapsed() > 0);
     let out: Value = serde_json::from_str(&p.body).unwrap();
     for key in [
         "systemInstruction",
@@ -304,8 +304,8 @@ fn gemini_code_assist_bodies_are_projected_inside_their_wrapper() {
         p.format_reason
     );
     let alone = project_as(&bare, RequestFormat::Gemini);
-    assert!(alone.report.collapsed() > 0);
-    assert_eq!(p.report.collapsed(), alone.report.collapsed());
+    assert!(alone.report().collapsed() > 0);
+    assert_eq!(p.report().collapsed(), alone.report().collapsed());
     let want = format!(
         r#"{{"model":"gemini-2.5-pro","project":"p-1","user_prompt_id":"u-7","request":{},"enabled_credit_types":[]}}"#,
         alone.body
@@ -361,7 +361,7 @@ fn gemini_shapes_that_are_not_requests_are_clear_errors() {
     let body = v.to_string();
     let p = project_as(&body, RequestFormat::Auto);
     assert_eq!(p.format, RequestFormat::Gemini);
-    assert!(p.report.collapsed() > 0);
+    assert!(p.report().collapsed() > 0);
     check_any(&body, &p, RequestFormat::Auto);
 }
 
@@ -491,7 +491,7 @@ fn nothing_to_collapse_round_trips_byte_for_byte() {
     ] {
         let p = project_as(&body, RequestFormat::Auto);
         assert_eq!(p.format, format);
-        assert_eq!(p.report.collapsed(), 0);
+        assert_eq!(p.report().collapsed(), 0);
         // Anthropic requests gain one breakpoint of ours before the newest browser result,
         // so that the next turn, which collapses it, still reads all before it from the cache.
         let expected = match format {
@@ -613,7 +613,7 @@ fn chat_variants_parts_legacy_functions_custom_calls_and_wrapped_text() {
     .to_string();
     let p = project_as(&body, RequestFormat::Auto);
     check_any(&body, &p, RequestFormat::Auto);
-    let statuses: Vec<Status> = p.report.results.iter().map(|r| r.status).collect();
+    let statuses: Vec<Status> = p.report().results.iter().map(|r| r.status).collect();
     assert_eq!(
         statuses,
         [

@@ -60,7 +60,8 @@ fn run(body: &str, format: RequestFormat, config: &Config, memo: Option<&Memo>) 
 fn same(a: &Projection, b: &Projection, what: &str) {
     assert!(!a.resumed, "{what}: resumed without a memo");
     assert_eq!(a.body, b.body, "{what}: body");
-    assert_eq!(a.report, b.report, "{what}: report");
+    assert_eq!(a.report(), b.report(), "{what}: report");
+    assert_eq!(b.collapsed(), b.report().collapsed(), "{what}: collapsed");
     assert_eq!(a.evidence, b.evidence, "{what}: evidence");
     assert_eq!(a.verdicts, b.verdicts, "{what}: verdicts");
     let steps = |p: &Projection| {
@@ -233,7 +234,7 @@ fn resume_all(
                     &format!("{} turn {turn} shape {shape}", format.name()),
                 );
                 turns_run += 1;
-                resumable += usize::from(off.report.collapsed() > 0);
+                resumable += usize::from(off.report().collapsed() > 0);
             }
         }
     }

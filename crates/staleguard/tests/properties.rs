@@ -75,7 +75,7 @@ proptest! {
         check_invariants(&body, &p);
         // Only one page state is live, and it is the newest observation's.
         let live = live_message(&p);
-        let collapsed_after_live = p.report.results.iter().any(|r| {
+        let collapsed_after_live = p.report().results.iter().any(|r| {
             r.status == staleguard::Status::Collapsed && live.is_some_and(|l| r.message > l)
         });
         prop_assert!(!collapsed_after_live);

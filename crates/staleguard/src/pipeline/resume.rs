@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
-use crate::checkpoint::{self, Checkpoint, EditGroup};
+use crate::checkpoint::{self, Checkpoint, EditGroup, Parts as Shared};
 use crate::config::Config;
 use crate::evidence::{self, EvidenceReport, Quote};
 use crate::memo::Memo;
@@ -159,7 +159,10 @@ pub(crate) fn write_and_keep(
             h.update(body.as_bytes().get(b.hashed..hashed).unwrap_or_default());
             h
         }
-        _ => checkpoint::hasher(memo.seed(), body.as_bytes().get(..hashed).unwrap_or_default()),
+        _ => checkpoint::hasher(
+            memo.seed(),
+            body.as_bytes().get(..hashed).unwrap_or_default(),
+        ),
     };
     if !memo.checkpoints.has(hasher.digest128(), hashed, context) {
         let kept = checkpoint_at(body, &tail, base, cut, parts, context, hasher);
@@ -227,6 +230,12 @@ fn checkpoint_at(
         parts.guidance,
         parts.written.map(|w| &w.written),
     );
+    kept.collapsed = base.map_or(0, |b| b.collapsed)
+        + report
+            .edits
+            .iter()
+            .filter(|e| !e.append && before(e.item))
+            .count();
     kept.edits = base.map_or_else(Default::default, |b| b.edits.clone());
     kept.edits.push(
         groups
@@ -367,7 +376,7 @@ pub(crate) fn project(
         _ => None,
     };
     let evidence = merged_evidence(base, written.as_ref());
-    let report = merged_plan(base, &plan, guidance, written.as_ref());
+    let (parts, collapsed) = merged_plan(base, &plan, guidance, written.as_ref());
     let body_out = match cut {
         Some(cut) => {
             let context = base.context();
@@ -398,7 +407,11 @@ pub(crate) fn project(
         body: body_out,
         format,
         format_reason: "given",
-        report,
+        report: super::Report {
+            plan: Default::default(),
+            parts: Some(Arc::new(parts)),
+            collapsed,
+        },
         evidence,
         server_side_history: request.hints.server_side_history,
         progress,
@@ -481,25 +494,52 @@ fn choose(
     Some(WrittenEvidence { written, kept })
 }
 
-/// The whole request's plan: the checkpoint's results and edits, then the tail's, in the
-/// order a whole projection lists them.
+/// The whole request's plan in parts: the checkpoint's results and edits, then the tail's.
+#[derive(Debug)]
+pub(crate) struct ReportParts {
+    results: Shared<[ResultReport]>,
+    edits: Shared<[(EditGroup, Edit)]>,
+    tail: Plan,
+    groups: Vec<EditGroup>,
+}
+
+impl ReportParts {
+    /// The plan, in the order a whole projection lists it.
+    pub(crate) fn join(&self) -> Plan {
+        let mut results: Vec<ResultReport> = self.results.iter().cloned().collect();
+        results.extend(self.tail.results.iter().cloned());
+        let mut edits: Vec<(EditGroup, Edit)> = self.edits.iter().cloned().collect();
+        edits.extend(
+            self.groups
+                .iter()
+                .copied()
+                .zip(self.tail.edits.iter().cloned()),
+        );
+        // Stable: within a group, the checkpoint's edits (earlier items) stay first.
+        edits.sort_by_key(|(g, _)| *g);
+        Plan {
+            results,
+            edits: edits.into_iter().map(|(_, e)| e).collect(),
+        }
+    }
+}
+
+/// The whole request's plan, in parts, and how many observations it collapses.
 fn merged_plan(
     base: &Checkpoint,
     plan: &Plan,
     guidance: bool,
     written: Option<&WrittenEvidence>,
-) -> Plan {
-    let mut results: Vec<ResultReport> = base.results.iter().cloned().collect();
-    results.extend(plan.results.iter().cloned());
+) -> (ReportParts, usize) {
     let groups = edit_groups(&plan.edits, guidance, written.map(|w| &w.written));
-    let mut edits: Vec<(EditGroup, Edit)> = base.edits.iter().cloned().collect();
-    edits.extend(groups.into_iter().zip(plan.edits.iter().cloned()));
-    // Stable: within a group, the checkpoint's edits (earlier items) stay first.
-    edits.sort_by_key(|(g, _)| *g);
-    Plan {
-        results,
-        edits: edits.into_iter().map(|(_, e)| e).collect(),
-    }
+    let collapsed = base.collapsed + plan.collapsed();
+    let parts = ReportParts {
+        results: base.results.clone(),
+        edits: base.edits.clone(),
+        tail: plan.clone(),
+        groups,
+    };
+    (parts, collapsed)
 }
 
 /// The whole request's evidence report: the checkpoint's blocks and the tail's, inside

@@ -104,7 +104,7 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
             }
         }
     }
-    assert_eq!(collapsed, p.report.collapsed());
+    assert_eq!(collapsed, p.report().collapsed());
     for slot in &slots {
         *after.pointer_mut(slot).unwrap() = before.pointer(slot).cloned().unwrap();
     }

@@ -69,7 +69,7 @@ pub fn messages(body: &str) -> Vec<Value> {
 
 /// Index of the first message of the live page state, if any.
 pub fn live_message(p: &Projected) -> Option<usize> {
-    p.report
+    p.report()
         .results
         .iter()
         .filter(|r| r.status == Status::Live)
@@ -83,7 +83,7 @@ pub fn check_invariants(input: &str, p: &Projected) {
     let after = messages(&p.body);
     assert_eq!(before.len(), after.len(), "message count");
     let collapsed: Vec<usize> = p
-        .report
+        .report()
         .results
         .iter()
         .filter(|r| r.status == Status::Collapsed && r.bytes_before != r.bytes_after)
@@ -91,7 +91,7 @@ pub fn check_invariants(input: &str, p: &Projected) {
         .collect();
     assert_eq!(
         collapsed.len(),
-        p.report.collapsed(),
+        p.report().collapsed(),
         "one edit per collapsed result"
     );
     let appended = appended_message(p);
@@ -117,13 +117,13 @@ pub fn check_invariants(input: &str, p: &Projected) {
     // Idempotent.
     let again = project(&p.body);
     assert_eq!(again.body, p.body, "projection must be idempotent");
-    assert_eq!(again.report.edits.len(), 0);
+    assert_eq!(again.report().edits.len(), 0);
 }
 
 /// The message that carries the evidence block or guidance, if one was added.
 pub fn appended_message(p: &Projected) -> Option<usize> {
-    let item = p.report.edits.iter().find(|e| e.append)?.item;
-    p.report
+    let item = p.report().edits.iter().find(|e| e.append)?.item;
+    p.report()
         .results
         .iter()
         .find(|r| r.item == item)
@@ -199,7 +199,7 @@ pub fn content_text(message: &Value) -> String {
 /// result, so that result moves on even when no observation is live.
 pub fn frozen_message(p: &Projected) -> usize {
     let live = live_message(p);
-    let newest = p.report.results.last().map(|r| r.message);
+    let newest = p.report().results.last().map(|r| r.message);
     live.into_iter().chain(newest).min().unwrap_or(usize::MAX)
 }
 
