@@ -369,9 +369,9 @@ fn add_written_evidence(
     );
     // Under a budget the newest quotes go first, whole, until the request fits; the older
     // ones are in the provider's cache already.
-    let mut keep = chosen.state.len();
+    let mut keep = chosen.len();
     let (written, edits) = loop {
-        let written = chosen.state.render(keep);
+        let written = chosen.render(keep);
         let mut edits = plan.edits.clone();
         crate::written::apply(&written, &mut edits);
         let fits = config

@@ -98,9 +98,9 @@ pub(crate) enum Block {
 }
 
 /// Chooses the quotes of the collapsed observations and follow-up questions of `session`
-/// from `choice` on, taking in the events after transcript item `done` (all, without). With
-/// `snapshot`, also gives the choice as it was after every event at or before that item. A
-/// `memo` keeps each page's scores across requests.
+/// from `choice` on, taking in the events after transcript item `done` (all, without), and
+/// gives the quotes chosen. With `snapshot`, also gives the choice as it was after every
+/// event at or before that item. A `memo` keeps each page's scores across requests.
 pub(crate) fn choose_from(
     transcript: &Transcript<'_>,
     session: &Session<'_>,
@@ -109,13 +109,13 @@ pub(crate) fn choose_from(
     done: Option<usize>,
     snapshot: Option<usize>,
     memo: Option<&Memo>,
-) -> (Choice, Option<Choice>) {
+) -> (Chosen, Option<Choice>) {
     let events = Events::of(transcript, session, plan);
     let new = done.map_or(0, |done| events.order.partition_point(|e| e.at() <= done));
     let events = &events.order[new..];
     let Some(cut) = snapshot else {
         choice.run(transcript, session, plan, events, memo);
-        return (choice, None);
+        return (choice.state, None);
     };
     let (before, after) = events.split_at(events.partition_point(|e| e.at() <= cut));
     choice.run(transcript, session, plan, before, memo);
@@ -123,9 +123,15 @@ pub(crate) fn choose_from(
     // the pages up to it are taken in now, as the next event would take them in anyway.
     choice.read_task(transcript, cut + 1);
     choice.furniture.read_until(session, cut + 1);
+    // Nothing after the cut (the usual case): the choice is kept as it is, and only the
+    // quotes are copied for writing.
+    if after.is_empty() {
+        let chosen = choice.state.clone();
+        return (chosen, Some(choice));
+    }
     let kept = choice.clone();
     choice.run(transcript, session, plan, after, memo);
-    (choice, Some(kept))
+    (choice.state, Some(kept))
 }
 
 /// The quotes chosen so far and what they were weighed against, between two events. Every

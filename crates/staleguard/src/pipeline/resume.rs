@@ -471,7 +471,7 @@ fn choose(
 ) -> Option<WrittenEvidence> {
     let mut choice = base.choice.clone()?;
     choice.state.lowest_drop = None;
-    let (choice, kept) = crate::written::choose_from(
+    let (chosen, kept) = crate::written::choose_from(
         request.transcript(),
         session,
         plan,
@@ -480,16 +480,10 @@ fn choose(
         cut.map(|c| c.frozen),
         Some(memo),
     );
-    if choice
-        .state
-        .lowest_drop
-        .is_some_and(|d| d < base.resume.item)
-    {
+    if chosen.lowest_drop.is_some_and(|d| d < base.resume.item) {
         return None;
     }
-    let written = choice
-        .state
-        .render_from(choice.state.len(), base.resume.item);
+    let written = chosen.render_from(chosen.len(), base.resume.item);
     crate::written::apply(&written, &mut plan.edits);
     Some(WrittenEvidence { written, kept })
 }
