@@ -91,8 +91,8 @@ impl<T> Parts<[T]> {
         self.parts.iter().flat_map(|p| p.iter())
     }
 
-    fn count(&self) -> usize {
-        self.parts.iter().map(|p| p.len()).sum()
+    fn parts(&self) -> usize {
+        self.parts.len()
     }
 }
 
@@ -186,17 +186,32 @@ impl Checkpoint {
     /// Estimated bytes it holds, the parts it shares with the checkpoint it replaced
     /// included.
     fn weight(&self) -> usize {
-        let edits: usize = self.edits.iter().map(|(_, e)| e.text.len() + 64).sum();
+        let edits: usize = self.edits.iter().map(|(_, e)| e.text.len() + 80).sum();
         let quote = |(_, q): &(Block, Quote)| q.quote.len() + q.source_url.len() + 64;
         let quotes: usize = self.quotes.iter().chain(&self.refused).map(quote).sum();
-        std::mem::size_of::<Xxh3>()
+        // A report: its fields, and five shared strings (call ID, tool, ID, URL, title).
+        let report = |r: &ResultReport| {
+            let text = |t: Option<&str>| t.map_or(0, |t| t.len() + 32);
+            let texts = text(r.call_id.as_deref())
+                + text(Some(&r.tool))
+                + text(Some(&r.observation_id))
+                + text(r.url.as_deref())
+                + text(r.title.as_deref());
+            std::mem::size_of::<ResultReport>() + texts
+        };
+        let results: usize = self.results.iter().map(report).sum();
+        let held = std::mem::size_of::<Xxh3>()
             + self.written.heap_bytes()
-            + self.results.count() * 256
+            + results
+            + self.results.parts() * 32
+            + self.resume.keys_bytes()
             + edits
             + quotes
             + self.choice.as_ref().map_or(0, Choice::heap_bytes)
-            + self.tracker.as_ref().map_or(0, Tracker::heap_bytes)
-            + 512
+            + self.tracker.as_ref().map_or(0, Tracker::heap_bytes);
+        // The allocator's own headers, and room for what the estimate leaves out: a test
+        // holds every recorded session's checkpoints to it.
+        held * 5 / 4 + 1024
     }
 }
 
@@ -270,6 +285,14 @@ impl Checkpoints {
                 kept.push(entry);
             }
         }
+    }
+
+    /// Every checkpoint kept, with its weight, as opaque values.
+    pub(crate) fn into_kept(self) -> Vec<(Box<dyn std::any::Any>, usize)> {
+        let kept = self.kept.into_inner().unwrap_or_default();
+        kept.into_iter()
+            .map(|(c, w)| (Box::new(c) as Box<dyn std::any::Any>, w))
+            .collect()
     }
 
     /// Estimated bytes kept.

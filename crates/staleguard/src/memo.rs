@@ -174,6 +174,13 @@ impl Memo {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// The checkpoints this memo keeps, taken out with the weight it counts for each, the
+    /// rest of the memo dropped: a test drops them one by one and counts what that frees.
+    #[doc(hidden)]
+    pub fn into_checkpoints(self) -> Vec<(Box<dyn std::any::Any>, usize)> {
+        self.checkpoints.into_kept()
+    }
+
     /// The seed of [`key`](Self::key).
     pub fn seed(&self) -> u64 {
         self.seed

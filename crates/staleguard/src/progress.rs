@@ -359,10 +359,26 @@ impl Tracker {
 
     /// Estimated bytes it holds on the heap (a checkpoint keeps it).
     pub(crate) fn heap_bytes(&self) -> usize {
+        let page = &self.page;
+        // The page's tree is shared with its reading, and outlives it in a checkpoint.
+        let nodes = page
+            .nodes
+            .as_ref()
+            .map_or(0, |n| n.capacity() * std::mem::size_of::<Node>() + 64);
+        let tabs: usize = page
+            .tabs
+            .iter()
+            .map(|t| t.title.len() + t.url.len() + 96)
+            .sum();
+        let strings = page.url.len() + page.title.len() + page.document.len() + 96;
         self.progress.steps.capacity() * std::mem::size_of::<Step>()
+            + self.progress.repeated.capacity() * 256
             + self.history.len() * 512
             + self.submissions.len() * 128
-            + 4096
+            + nodes
+            + tabs
+            + strings
+            + 1024
     }
 
     /// The progress, taken out.

@@ -223,9 +223,18 @@ impl Choice {
 
     /// Estimated bytes it holds on the heap.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let kept: usize = self.state.kept.iter().map(|k| 2 * k.line.len() + 128).sum();
-        let task: usize = self.task.texts.iter().map(String::len).sum();
-        self.furniture.heap_bytes() + kept + task + self.task.words.0.capacity() * 18
+        let quote = |q: &Quote| q.quote.len() + q.source_url.len() + q.observation.len() + 96;
+        let kept: usize = self
+            .state
+            .kept
+            .iter()
+            .map(|k| k.key.len() + k.line.len() + 128)
+            .sum();
+        let quotes: usize = self.state.kept.iter().map(|k| quote(&k.quote)).sum();
+        let refused: usize = self.state.refused.iter().map(|(_, q)| quote(q) + 16).sum();
+        let task: usize = self.task.texts.iter().map(|t| t.len() + 32).sum();
+        let words = self.task.words.0.capacity() * 8 / 7 * 17;
+        self.furniture.heap_bytes() + kept + quotes + refused + task + words + 256
     }
 
     /// Reads the user's messages before transcript item `at` into the task.
@@ -330,8 +339,11 @@ impl Furniture {
 
     /// Estimated bytes it holds on the heap.
     fn heap_bytes(&self) -> usize {
-        let keys: usize = self.pages.iter().map(|k| k.len() + 16).sum();
-        self.first_seen.capacity() * 14 + self.repeated.capacity() * 10 + keys
+        // A hash table's buckets are an eighth more than its capacity, each with a control
+        // byte; a (u64, u32) entry takes 16 bytes.
+        let table = |capacity: usize, entry: usize| capacity * 8 / 7 * (entry + 1);
+        let keys: usize = self.pages.iter().map(|k| k.len() + 32).sum();
+        table(self.first_seen.capacity(), 16) + table(self.repeated.capacity(), 8) + keys
     }
 
     fn has(&self, chunk: &Chunk<'_>) -> bool {

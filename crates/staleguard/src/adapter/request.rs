@@ -148,6 +148,13 @@ pub struct ResumeAt {
     breakpoints: usize,
 }
 
+impl ResumeAt {
+    /// Bytes it holds on the heap: the known keys before the array.
+    pub(crate) fn keys_bytes(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<KeySeen>()
+    }
+}
+
 /// A written body and where a body offset landed in it.
 #[doc(hidden)]
 #[derive(Debug, Clone)]
