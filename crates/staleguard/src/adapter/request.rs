@@ -213,7 +213,7 @@ impl Breakpoint {
 pub const MAX_BREAKPOINTS: usize = 4;
 
 /// What a breakpoint of our own adds to a block object, before its closing brace.
-const BREAKPOINT: &str = r#","cache_control":{"type":"ephemeral"}"#;
+pub(crate) const BREAKPOINT: &str = r#","cache_control":{"type":"ephemeral"}"#;
 
 impl<'a> WireRequest<'a> {
     pub(crate) fn new(body: &'a str, hints: Hints) -> Self {

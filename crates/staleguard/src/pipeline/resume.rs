@@ -198,7 +198,7 @@ fn checkpoint_at(
     let mut written = base.map_or_else(Default::default, |b| b.written.clone());
     let mut own = tail.body[..tail.mark].to_string();
     if let Some(at) = tail.breakpoint {
-        own.replace_range(at..at + BREAKPOINT_LEN, "");
+        own.replace_range(at..at + crate::adapter::BREAKPOINT.len(), "");
     }
     written.push(&own);
     let resume_item = cut.resume.item;
@@ -288,8 +288,10 @@ fn edit_groups(edits: &[Edit], guidance: bool, written: Option<&Written>) -> Vec
         .collect()
 }
 
-/// The quotes, refusals and bytes of the blocks of `written` before transcript item `item`.
+/// Quotes with the block each is written in.
 type BlockQuotes = Vec<(Block, Quote)>;
+
+/// The quotes, refusals and bytes of the blocks of `written` before transcript item `item`.
 fn evidence_before(written: &Written, item: usize) -> (BlockQuotes, BlockQuotes, usize) {
     let pick = |quotes: &[Quote], blocks: &[Block]| -> BlockQuotes {
         blocks
@@ -557,5 +559,3 @@ fn merged_evidence(base: &Checkpoint, written: Option<&WrittenEvidence>) -> Evid
         ..EvidenceReport::default()
     }
 }
-
-const BREAKPOINT_LEN: usize = r#","cache_control":{"type":"ephemeral"}"#.len();
