@@ -17,11 +17,11 @@ mod request;
 pub mod responses;
 mod tail;
 
+pub(crate) use request::BREAKPOINT;
 pub use request::{Breakpoint, Hints, WireRequest, MAX_BREAKPOINTS};
 // Public, hidden, for the resume tests; the crate's own API.
 #[doc(hidden)]
 pub use request::{ResumeAt, SplitWrite};
-pub(crate) use request::BREAKPOINT;
 
 use std::str::FromStr;
 
