@@ -40,25 +40,25 @@ pub(crate) enum EditGroup {
 /// a part of its own. Parts are never joined: that would copy a session's history at once,
 /// on one turn, which is the cost checkpoints exist to spread; a part costs a pointer.
 #[derive(Debug)]
-pub(crate) struct Parts<T: ?Sized> {
+pub(crate) struct Shared<T: ?Sized> {
     parts: Vec<Arc<T>>,
 }
 
-impl<T: ?Sized> Clone for Parts<T> {
+impl<T: ?Sized> Clone for Shared<T> {
     fn clone(&self) -> Self {
-        Parts {
+        Shared {
             parts: self.parts.clone(),
         }
     }
 }
 
-impl<T: ?Sized> Default for Parts<T> {
+impl<T: ?Sized> Default for Shared<T> {
     fn default() -> Self {
-        Parts { parts: Vec::new() }
+        Shared { parts: Vec::new() }
     }
 }
 
-impl Parts<str> {
+impl Shared<str> {
     pub(crate) fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len()).sum()
     }
@@ -79,7 +79,7 @@ impl Parts<str> {
     }
 }
 
-impl<T> Parts<[T]> {
+impl<T> Shared<[T]> {
     pub(crate) fn push(&mut self, items: Vec<T>) {
         if items.is_empty() {
             return;
@@ -120,10 +120,10 @@ pub(crate) struct Checkpoint {
     pub resume: ResumeAt,
     /// The projected form of the body's bytes before `resume.offset`, without a breakpoint
     /// of ours (the next request puts its own further on).
-    pub written: Parts<str>,
+    pub written: Shared<str>,
     /// Reports and edits of the results before `resume.item`, in plan order.
-    pub results: Parts<[ResultReport]>,
-    pub edits: Parts<[(EditGroup, Edit)]>,
+    pub results: Shared<[ResultReport]>,
+    pub edits: Shared<[(EditGroup, Edit)]>,
     /// Observations collapsed before `resume.item`.
     pub collapsed: usize,
     /// Evidence written before `resume.item`: quotes and refusals by block, and bytes.
@@ -157,9 +157,9 @@ impl Checkpoint {
             observations: false,
             context,
             resume,
-            written: Parts::default(),
-            results: Parts::default(),
-            edits: Parts::default(),
+            written: Shared::default(),
+            results: Shared::default(),
+            edits: Shared::default(),
             collapsed: 0,
             quotes: Vec::new(),
             refused: Vec::new(),

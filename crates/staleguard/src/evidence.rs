@@ -89,9 +89,8 @@ impl PageFacts {
     /// Bytes it holds on the heap: a hash table's buckets are at least an eighth more than
     /// its capacity, each with a control byte.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(u64, u32)>() + 1;
         self.chunks.capacity() * std::mem::size_of::<ChunkFacts>()
-            + self.frequency.capacity() * 8 / 7 * entry
+            + crate::memo::table_bytes::<u64, u32>(self.frequency.capacity())
     }
 
     /// The facts of `texts`, whose word hashes are `words`.

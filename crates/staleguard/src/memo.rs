@@ -33,6 +33,12 @@ pub fn weight_of(text_bytes: usize) -> u64 {
     ENTRY_BYTES + BYTES_PER_TEXT_BYTE * text_bytes as u64
 }
 
+/// Bytes a hash table of `capacity` entries of `(K, V)` holds: its buckets are at least an
+/// eighth more than its capacity, each with a control byte.
+pub(crate) fn table_bytes<K, V>(capacity: usize) -> usize {
+    capacity * 8 / 7 * (std::mem::size_of::<(K, V)>() + 1)
+}
+
 /// The fixed part of [`weight_of`].
 pub const ENTRY_BYTES: u64 = 1024;
 

@@ -235,7 +235,7 @@ fn project_whole(
     };
     let body_out = match (cut, checkpoints) {
         (Some(cut), Some((memo, context))) => {
-            let parts = resume::Parts {
+            let parts = resume::Analysed {
                 report: &report,
                 guidance,
                 written: written.as_ref(),

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::evidence::{chunks_of, line_of, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER};
-use crate::memo::Memo;
+use crate::memo::{table_bytes, Memo};
 use crate::projection::{Edit, Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
@@ -165,7 +165,7 @@ impl Choice {
     }
 
     /// Takes in `events`, in order.
-    pub(crate) fn run(
+    fn run(
         &mut self,
         transcript: &Transcript<'_>,
         session: &Session<'_>,
@@ -233,7 +233,7 @@ impl Choice {
         let quotes: usize = self.state.kept.iter().map(|k| quote(&k.quote)).sum();
         let refused: usize = self.state.refused.iter().map(|(_, q)| quote(q) + 16).sum();
         let task: usize = self.task.texts.iter().map(|t| t.len() + 32).sum();
-        let words = self.task.words.0.capacity() * 8 / 7 * 17;
+        let words = table_bytes::<u64, bool>(self.task.words.0.capacity());
         self.furniture.heap_bytes() + kept + quotes + refused + task + words + 256
     }
 
@@ -298,21 +298,21 @@ struct Furniture {
     pages: Vec<Box<str>>,
     repeated: HashSet<u64, Fast>,
     /// Every step before this transcript item has been read.
-    read_until: usize,
+    read_before: usize,
 }
 
 impl Furniture {
     /// Reads the pages of the steps before transcript item `at`.
     fn read_until(&mut self, session: &Session<'_>, at: usize) {
-        let first = session.steps.partition_point(|s| s.item < self.read_until);
+        let first = session.steps.partition_point(|s| s.item < self.read_before);
         for step in session.steps[first..].iter().take_while(|s| s.item < at) {
-            self.read_until = step.item + 1;
+            self.read_before = step.item + 1;
             if step.failed || step.reading.header.is_none() {
                 continue;
             }
             self.read(step);
         }
-        self.read_until = self.read_until.max(at);
+        self.read_before = self.read_before.max(at);
     }
 
     fn read(&mut self, step: &Step<'_>) {
@@ -339,11 +339,10 @@ impl Furniture {
 
     /// Estimated bytes it holds on the heap.
     fn heap_bytes(&self) -> usize {
-        // A hash table's buckets are an eighth more than its capacity, each with a control
-        // byte; a (u64, u32) entry takes 16 bytes.
-        let table = |capacity: usize, entry: usize| capacity * 8 / 7 * (entry + 1);
         let keys: usize = self.pages.iter().map(|k| k.len() + 32).sum();
-        table(self.first_seen.capacity(), 16) + table(self.repeated.capacity(), 8) + keys
+        table_bytes::<u64, u32>(self.first_seen.capacity())
+            + table_bytes::<u64, ()>(self.repeated.capacity())
+            + keys
     }
 
     fn has(&self, chunk: &Chunk<'_>) -> bool {
@@ -404,7 +403,7 @@ fn before_url(piece: &str) -> &str {
 
 /// Where quotes are chosen, in transcript order.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Event {
+enum Event {
     /// Step `step` was superseded by step `next`, the observation at transcript item
     /// `until`.
     Collapse {
@@ -428,7 +427,7 @@ impl Block {
 
 impl Event {
     /// Where in the transcript it happens.
-    pub(crate) fn at(&self) -> usize {
+    fn at(&self) -> usize {
         match *self {
             Event::Collapse { until, .. } => until,
             Event::Question { item, .. } => item,
@@ -436,12 +435,12 @@ impl Event {
     }
 }
 
-pub(crate) struct Events {
-    pub(crate) order: Vec<Event>,
+struct Events {
+    order: Vec<Event>,
 }
 
 impl Events {
-    pub(crate) fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
+    fn of(transcript: &Transcript<'_>, session: &Session<'_>, plan: &Plan) -> Events {
         let mut order = Vec::new();
         let steps = &session.steps;
         // The observation after each step, found in one pass from the end.

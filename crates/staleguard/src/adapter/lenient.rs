@@ -207,8 +207,13 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Peeked<'de, A> {
 /// Whether `body` is a JSON object: a body that is an array is read by serde as a struct
 /// too, field by field, and no field of it is a top-level member.
 pub(crate) fn is_object(body: &str) -> bool {
-    let json = body.trim_start_matches([' ', '\n', '\t', '\r']);
-    json.starts_with('{')
+    let first = body.bytes().find(|b| !is_json_space(*b));
+    first == Some(b'{')
+}
+
+/// The four bytes JSON (and serde_json) takes for whitespace.
+pub(crate) fn is_json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\t' | b'\r')
 }
 
 /// A top-level field that may be present with any value, `null` included: `Option` reads

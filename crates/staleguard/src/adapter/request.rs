@@ -5,7 +5,7 @@
 use serde_json::value::RawValue;
 
 use super::content::{self, Content, Shape, Style};
-use super::lenient::{List, Located, Seen};
+use super::lenient::{is_json_space, List, Located, Seen};
 use super::RequestFormat;
 use crate::projection::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
@@ -302,7 +302,7 @@ impl<'a> WireRequest<'a> {
         let open = bytes
             .get(..quote)?
             .iter()
-            .rposition(|b| !matches!(b, b' ' | b'\n' | b'\t' | b'\r'))?;
+            .rposition(|b| !is_json_space(*b))?;
         (bytes.get(open) == Some(&b'{')).then_some(open)
     }
 

@@ -9,7 +9,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::lenient::{Lenient, Seen};
+use super::lenient::{is_json_space, Lenient, Seen};
 use super::request::{Hints, ResumeAt, WireRequest};
 
 /// What the tail read needs of a format's envelope besides its messages.
@@ -119,7 +119,7 @@ impl<'a> Cursor<'a> {
     /// Skips JSON whitespace (the four bytes serde_json skips).
     fn skip_whitespace(&mut self) {
         let bytes = self.body.as_bytes();
-        while matches!(bytes.get(self.pos), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+        while bytes.get(self.pos).is_some_and(|b| is_json_space(*b)) {
             self.pos += 1;
         }
     }

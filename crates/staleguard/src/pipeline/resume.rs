@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
-use crate::checkpoint::{self, Checkpoint, EditGroup, Parts as Shared};
+use crate::checkpoint::{self, Checkpoint, EditGroup, Shared};
 use crate::config::Config;
 use crate::evidence::{self, EvidenceReport, Quote};
 use crate::memo::Memo;
@@ -122,7 +122,7 @@ fn items_hash(transcript: &Transcript<'_>, items: std::ops::Range<usize>) -> u12
 }
 
 /// What a request's analyses left for its checkpoint.
-pub(crate) struct Parts<'p> {
+pub(crate) struct Analysed<'p> {
     pub(crate) report: &'p Plan,
     /// The plan's edits hold the no-progress guidance.
     pub(crate) guidance: bool,
@@ -140,7 +140,7 @@ pub(crate) fn write_and_keep(
     breakpoint: Option<Breakpoint>,
     base: Option<&Checkpoint>,
     cut: Cut,
-    parts: Parts<'_>,
+    parts: Analysed<'_>,
     memo: &Memo,
     context: u64,
 ) -> String {
@@ -191,7 +191,7 @@ fn checkpoint_at(
     tail: &crate::adapter::SplitWrite,
     base: Option<&Checkpoint>,
     cut: Cut,
-    parts: Parts<'_>,
+    parts: Analysed<'_>,
     context: u64,
     hasher: xxhash_rust::xxh3::Xxh3,
 ) -> Checkpoint {
@@ -382,7 +382,7 @@ pub(crate) fn project(
     let body_out = match cut {
         Some(cut) => {
             let context = base.context();
-            let parts = Parts {
+            let parts = Analysed {
                 report: &plan,
                 guidance,
                 written: written.as_ref(),
