@@ -136,7 +136,9 @@ fn project_str(
     format: &str,
     config_toml: Option<&str>,
 ) -> PyResult<String> {
-    project_then(py, body, format, config_toml, false, |_, p| p.body)
+    project_then(py, body, format, config_toml, false, |_, p| {
+        p.body.into_string()
+    })
 }
 
 /// The projection of a JSON request body given as UTF-8 `bytes`.
@@ -149,7 +151,9 @@ fn project_bytes<'py>(
     config_toml: Option<&str>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let text = utf8(py, body)?.to_owned();
-    let projected = project_then(py, text, format, config_toml, false, |_, p| p.body)?;
+    let projected = project_then(py, text, format, config_toml, false, |_, p| {
+        p.body.into_string()
+    })?;
     Ok(PyBytes::new_bound(py, projected.as_bytes()))
 }
 

@@ -568,7 +568,7 @@ fn send(
         bodies: [
             request.to_string(),
             replace(request, &older, PLACEHOLDER)?,
-            projected.body,
+            projected.body.into_string(),
             clear_oldest(request, tokens, options.trigger_tokens)?,
         ],
         frozen,

@@ -740,12 +740,17 @@ fn a_session_turn_by_turn_resumes_and_forwards_the_same_bytes() {
             assert_eq!(r.status, 200, "{name} turn {n}");
             let recs = up.requests();
             let what = format!("{name} turn {n}");
-            assert_same_bytes(
-                &work,
-                rec_body(&recs[0]).as_bytes(),
-                &project(&work, &bytes),
-                &what,
+            let sent = rec_body(&recs[0]);
+            assert_same_bytes(&work, sent.as_bytes(), &project(&work, &bytes), &what);
+            // A resumed body goes upstream in chunks, still with its length: providers
+            // are not asked to take a chunked upload.
+            let length = sent.len().to_string();
+            assert_eq!(
+                rec_header(&recs[0], "content-length"),
+                Some(&*length),
+                "{what}"
             );
+            assert_eq!(rec_header(&recs[0], "transfer-encoding"), None, "{what}");
         }
     }
     let log = proxy.stop();

@@ -70,8 +70,8 @@ impl Shared<str> {
         self.parts.push(Arc::from(text));
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().map(|p| &**p)
+    pub(crate) fn parts(&self) -> &[Arc<str>] {
+        &self.parts
     }
 
     fn heap_bytes(&self) -> usize {

@@ -71,6 +71,7 @@
 pub mod adapter;
 pub mod appendix;
 pub mod archive;
+mod body;
 mod checkpoint;
 pub mod config;
 mod error;
@@ -100,6 +101,7 @@ pub use pipeline::{
 };
 // What it reads, and why a body or a config cannot be read:
 pub use adapter::{Breakpoint, RequestFormat};
+pub use body::{Body, BodyChunk};
 pub use config::Config;
 pub use error::{ConfigError, Error};
 // What a projection reports: per result, evidence, page fingerprints, the guard's verdicts:

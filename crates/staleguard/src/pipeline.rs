@@ -6,6 +6,7 @@
 //! most once, and with a [`Memo`] not again in the next request.
 
 use crate::adapter::{read_request, Breakpoint, RequestFormat, WireRequest};
+use crate::body::Body;
 use crate::config::Config;
 use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
@@ -36,7 +37,7 @@ pub struct Options<'a> {
 #[derive(Debug, Clone)]
 pub struct Projection {
     /// The body to send to the model.
-    pub body: String,
+    pub body: Body,
     /// The format that was read.
     pub format: RequestFormat,
     /// Why that format was chosen (for `inspect`).
@@ -243,7 +244,7 @@ fn project_whole(
             };
             resume::write_and_keep(body, &request, breakpoint, None, cut, parts, memo, context)
         }
-        _ => request.write_with(&report.edits, breakpoint),
+        _ => request.write_with(&report.edits, breakpoint).into(),
     };
     Ok(Projection {
         body: body_out,

@@ -502,7 +502,7 @@ fn nothing_to_collapse_round_trips_byte_for_byte() {
                 ));
                 without_our_breakpoint(&body, &p.body)
             }
-            _ => p.body.clone(),
+            _ => p.body.to_string(),
         };
         assert_eq!(expected, body, "{format:?}");
     }

@@ -17,6 +17,7 @@
 use std::sync::Arc;
 
 use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
+use crate::body::Body;
 use crate::checkpoint::{self, Checkpoint, EditGroup, Shared};
 use crate::config::Config;
 use crate::evidence::{self, EvidenceReport, Quote};
@@ -143,7 +144,7 @@ pub(crate) fn write_and_keep(
     parts: Analysed<'_>,
     memo: &Memo,
     context: u64,
-) -> String {
+) -> Body {
     let from = base.map_or(0, |b| b.resume.offset);
     let edits = &parts.report.edits;
     let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);
@@ -171,17 +172,12 @@ pub(crate) fn write_and_keep(
     joined(base, std::mem::take(&mut tail.body))
 }
 
-/// `base`'s projected bytes, then `tail`.
-fn joined(base: Option<&Checkpoint>, tail: String) -> String {
-    let Some(base) = base else {
-        return tail;
-    };
-    let mut out = String::with_capacity(base.written.len() + tail.len());
-    for part in base.written.iter() {
-        out.push_str(part);
+/// `base`'s projected bytes, then `tail`: shared, not copied.
+fn joined(base: Option<&Checkpoint>, tail: String) -> Body {
+    match base {
+        Some(base) => Body::resumed(base.written.parts().to_vec(), tail),
+        None => tail.into(),
     }
-    out.push_str(&tail);
-    out
 }
 
 /// The checkpoint at `cut` of `body`, whose bytes after `base`'s resume point were written
