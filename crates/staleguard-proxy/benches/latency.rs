@@ -3,7 +3,7 @@
 //! and p99 of both, the difference, and requests per second through the proxy, for two
 //! shapes of request: the recorded sessions repeated as they are, and repeated with each
 //! copy's pages made distinct (one long session of different pages).
-//! Run with `cargo bench -p staleguard-proxy --bench latency`.
+//! Run with `cargo bench -p staleguard-proxy --bench latency [-- --sessions N]`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -52,6 +52,14 @@ fn request(distinct: bool) -> String {
     json!({"model": "gpt-4.1", "messages": messages}).to_string()
 }
 
+/// `-- --sessions N`: sessions measured one after another, each with its own bytes, their
+/// turns pooled (1 unless told: 200 turns give a p99 of their second slowest).
+fn sessions() -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--sessions");
+    at.and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(1)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -66,7 +74,10 @@ struct Turns {
 }
 
 impl Turns {
-    fn of(body: &str) -> Turns {
+    /// The turns of `body`'s session, told apart from other sessions of the same body by
+    /// `session` (a first user message of its own: its bytes, and so its checkpoints, are
+    /// its own).
+    fn of(body: &str, session: usize) -> Turns {
         let v: Value = serde_json::from_str(body).expect("JSON");
         let messages = v["messages"].as_array().expect("messages");
         let page = messages
@@ -76,7 +87,12 @@ impl Turns {
             .and_then(|m| m["content"].as_str())
             .unwrap_or("")
             .to_string();
-        let list = serde_json::to_string(messages).expect("JSON");
+        let mut messages = messages.clone();
+        messages.insert(
+            0,
+            json!({"role": "user", "content": format!("Session {session}")}),
+        );
+        let list = serde_json::to_string(&messages).expect("JSON");
         Turns {
             head: format!("{{\"messages\":{}", &list[..list.len() - 1]),
             page,
@@ -151,7 +167,7 @@ async fn throughput(
 fn profile_warm() {
     let body = request(!std::env::args().any(|a| a == "repeated"));
     let memo = staleguard::Memo::new(staleguard::memo::DEFAULT_MEMO_BYTES);
-    let session = Turns::of(&body);
+    let session = Turns::of(&body, 0);
     let turns: Vec<String> = (0..ROUNDS).map(|r| session.turn(r)).collect();
     let options = || staleguard::Options {
         memo: Some(&memo),
@@ -224,30 +240,34 @@ async fn measure(
     body: &str,
     shape: &str,
 ) {
-    let session = Turns::of(body);
-    for i in 0..10 {
-        send(client, up_addr, session.turn(i)).await;
-        send(client, warm, session.turn(i)).await;
-        send(client, cold, session.turn(i)).await;
-        send(client, hop, session.turn(i)).await;
-    }
     let (mut direct, mut warmed, mut colds, mut hops) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for round in 10..10 + ROUNDS {
-        // Each turn brings one result the warm proxy has not seen.
-        let next = session.turn(round);
-        direct.push(send(client, up_addr, next.clone()).await);
-        warmed.push(send(client, warm, next.clone()).await);
-        colds.push(send(client, cold, next.clone()).await);
-        hops.push(send(client, hop, next).await);
+    let mut session = Turns::of(body, 0);
+    for k in 0..sessions() {
+        session = Turns::of(body, k);
+        for i in 0..10 {
+            send(client, up_addr, session.turn(i)).await;
+            send(client, warm, session.turn(i)).await;
+            send(client, cold, session.turn(i)).await;
+            send(client, hop, session.turn(i)).await;
+        }
+        for round in 10..10 + ROUNDS {
+            // Each turn brings one result the warm proxy has not seen.
+            let next = session.turn(round);
+            direct.push(send(client, up_addr, next.clone()).await);
+            warmed.push(send(client, warm, next.clone()).await);
+            colds.push(send(client, cold, next.clone()).await);
+            hops.push(send(client, hop, next).await);
+        }
     }
     for list in [&mut direct, &mut warmed, &mut colds, &mut hops] {
         list.sort();
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "{} to {} byte requests of {shape}, {ROUNDS} turns, each with one more browser call and result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
+        "{} to {} byte requests of {shape}, {} sessions of {ROUNDS} turns, each with one more browser call and result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
         session.turn(10).len(),
+        sessions(),
         session.turn(10 + ROUNDS - 1).len()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {

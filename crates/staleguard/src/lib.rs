@@ -38,10 +38,11 @@
 //! # The API
 //!
 //! [`project`] reads a request body in any [`RequestFormat`], projects it under a
-//! [`Config`] and returns a [`Projection`]: the body to send, a [`ResultReport`] per browser
-//! result (its [`Status`], URL, title, bytes, refs withheld), what the evidence track kept
-//! ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when [`Options`] ask
-//! for them, the guard's [`Verdict`] on every browser call. [`project_request`] and
+//! [`Config`] and returns a [`Projection`]: the [`Body`] to send (read as a `str`, or sent
+//! as the [`BodyChunk`]s a resumed request shares with the memo), a [`ResultReport`] per
+//! browser result (its [`Status`], URL, title, bytes, refs withheld), what the evidence
+//! track kept ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when
+//! [`Options`] ask for them, the guard's [`Verdict`] on every browser call. [`project_request`] and
 //! [`project_request_with`] are the short forms without options. A body that cannot be read
 //! is an [`Error`], never a panic.
 //!
