@@ -204,7 +204,93 @@ fn main() {
     if std::env::args().any(|a| a == "--profile-warm") {
         return profile_warm();
     }
+    let logged = tracing_subscriber::layer::SubscriberExt::with(
+        tracing_subscriber::registry(),
+        added::Logged,
+    );
+    tracing::subscriber::set_global_default(logged).expect("the bench's log subscriber");
     run();
+}
+
+/// What each proxy logs as its own `added_ms` (from a request's arrival until it went
+/// upstream): the proxy's part of the added latency, without the client's and the
+/// upstream's scheduling, which dominate the p99 of the difference on a noisy machine.
+mod added {
+    use std::fmt::Debug;
+    use std::sync::Mutex;
+
+    use tracing::field::{Field, Visit};
+    use tracing_subscriber::layer::{Context, Layer};
+
+    /// `added_ms` of each request line: resumed (warm), projected whole, and untouched
+    /// (the hop alone).
+    #[derive(Default)]
+    pub struct Added {
+        pub resumed: Vec<f64>,
+        pub whole: Vec<f64>,
+        pub untouched: Vec<f64>,
+    }
+
+    static SEEN: Mutex<Added> = Mutex::new(Added {
+        resumed: Vec::new(),
+        whole: Vec::new(),
+        untouched: Vec::new(),
+    });
+
+    /// What was logged since the last call.
+    pub fn take() -> Added {
+        SEEN.lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+
+    pub struct Logged;
+
+    #[derive(Default)]
+    struct Line {
+        request: bool,
+        outcome: String,
+        resumed: bool,
+        added_ms: Option<f64>,
+    }
+
+    impl Visit for Line {
+        fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+            match field.name() {
+                "message" => self.request = format!("{value:?}") == "request",
+                "outcome" => self.outcome = format!("{value:?}"),
+                _ => {}
+            }
+        }
+
+        fn record_bool(&mut self, field: &Field, value: bool) {
+            if field.name() == "resumed" {
+                self.resumed = value;
+            }
+        }
+
+        fn record_f64(&mut self, field: &Field, value: f64) {
+            if field.name() == "added_ms" {
+                self.added_ms = Some(value);
+            }
+        }
+    }
+
+    impl<S: tracing::Subscriber> Layer<S> for Logged {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            let mut line = Line::default();
+            event.record(&mut line);
+            let (true, Some(ms), Ok(mut seen)) = (line.request, line.added_ms, SEEN.lock()) else {
+                return;
+            };
+            match (line.outcome.as_str(), line.resumed) {
+                ("projected", true) => seen.resumed.push(ms),
+                ("projected", false) => seen.whole.push(ms),
+                ("untouched", _) => seen.untouched.push(ms),
+                _ => {}
+            }
+        }
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -242,6 +328,7 @@ async fn measure(
 ) {
     let (mut direct, mut warmed, mut colds, mut hops) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut logged = added::Added::default();
     let mut session = Turns::of(body, 0);
     for k in 0..sessions() {
         session = Turns::of(body, k);
@@ -251,6 +338,9 @@ async fn measure(
             send(client, cold, session.turn(i)).await;
             send(client, hop, session.turn(i)).await;
         }
+        // The warm-up's lines are dropped (a line is logged when its answer has ended, so
+        // the last may still come among the measured ones: the counts say).
+        added::take();
         for round in 10..10 + ROUNDS {
             // Each turn brings one result the warm proxy has not seen.
             let next = session.turn(round);
@@ -259,6 +349,10 @@ async fn measure(
             colds.push(send(client, cold, next.clone()).await);
             hops.push(send(client, hop, next).await);
         }
+        let seen = added::take();
+        logged.resumed.extend(seen.resumed);
+        logged.whole.extend(seen.whole);
+        logged.untouched.extend(seen.untouched);
     }
     for list in [&mut direct, &mut warmed, &mut colds, &mut hops] {
         list.sort();
@@ -283,6 +377,28 @@ async fn measure(
             ms(c) - ms(d),
             ms(h),
             ms(h) - ms(d)
+        );
+    }
+    for list in [
+        &mut logged.resumed,
+        &mut logged.whole,
+        &mut logged.untouched,
+    ] {
+        list.sort_by(f64::total_cmp);
+    }
+    let at = |list: &[f64], p: f64| {
+        let i = ((list.len() as f64 - 1.0) * p).round() as usize;
+        list.get(i).copied().unwrap_or(f64::NAN)
+    };
+    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+        println!(
+            "  {name} in the proxy (its own added_ms, arrival until upstream): resumed {:.2} ms (of {}), projected whole {:.2} ms (of {}), untouched {:.2} ms (of {})",
+            at(&logged.resumed, p),
+            logged.resumed.len(),
+            at(&logged.whole, p),
+            logged.whole.len(),
+            at(&logged.untouched, p),
+            logged.untouched.len()
         );
     }
     let n = 100;
