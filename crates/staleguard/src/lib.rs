@@ -42,9 +42,9 @@
 //! as the [`BodyChunk`]s a resumed request shares with the memo), a [`ResultReport`] per
 //! browser result (its [`Status`], URL, title, bytes, refs withheld), what the evidence
 //! track kept ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when
-//! [`Options`] ask for them, the guard's [`Verdict`] on every browser call. [`project_request`] and
-//! [`project_request_with`] are the short forms without options. A body that cannot be read
-//! is an [`Error`], never a panic.
+//! [`Options`] ask for them, the guard's [`Verdict`] on every browser call.
+//! [`project_request`] and [`project_request_with`] are the short forms without options. A
+//! body that cannot be read is an [`Error`], never a panic.
 //!
 //! The answer depends on the body, the config and the evidence items named alone: a
 //! [`Memo`] only saves work, so a host may keep one across requests (and any number of

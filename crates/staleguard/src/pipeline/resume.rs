@@ -152,7 +152,7 @@ pub(crate) fn write_and_keep(
     // checkpoint. Otherwise only the bytes after the base's are hashed.
     let hashed = cut.hashed.offset;
     if base.is_some_and(|b| b.hashed == hashed) {
-        return joined(base, std::mem::take(&mut tail.body));
+        return after_base(base, std::mem::take(&mut tail.body));
     }
     let hasher = match base {
         Some(b) if b.hashed < hashed => {
@@ -169,11 +169,11 @@ pub(crate) fn write_and_keep(
         let kept = checkpoint_at(body, &tail, base, cut, parts, context, hasher);
         memo.checkpoints.keep(kept, base);
     }
-    joined(base, std::mem::take(&mut tail.body))
+    after_base(base, std::mem::take(&mut tail.body))
 }
 
-/// `base`'s projected bytes, then `tail`: shared, not copied.
-fn joined(base: Option<&Checkpoint>, tail: String) -> Body {
+/// The body: `base`'s projected bytes (shared, not copied), then `tail`.
+fn after_base(base: Option<&Checkpoint>, tail: String) -> Body {
     match base {
         Some(base) => Body::resumed(base.written.parts().to_vec(), tail),
         None => tail.into(),
@@ -398,7 +398,7 @@ pub(crate) fn project(
         None => {
             let from = base.resume.offset;
             let tail = request.write_from("", from, &plan.edits, breakpoint, from);
-            joined(Some(base), tail.body)
+            after_base(Some(base), tail.body)
         }
     };
     Some(Projection {
