@@ -12,15 +12,15 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
-/// The chunks of a body to send, and their length in bytes.
+/// The chunks of a body to send.
 pub(crate) struct Outgoing {
     chunks: Vec<Bytes>,
-    len: usize,
 }
 
 impl Outgoing {
+    /// Its length in bytes.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.chunks.iter().map(Bytes::len).sum()
     }
 
     /// The body for the upstream request: of known length, so it is sent with a
@@ -30,7 +30,7 @@ impl Outgoing {
             return reqwest::Body::from(self.chunks.pop().unwrap_or_default());
         }
         reqwest::Body::wrap(Chunks {
-            left: self.len as u64,
+            left: self.len() as u64,
             chunks: self.chunks.into(),
         })
     }
@@ -39,7 +39,6 @@ impl Outgoing {
 impl From<Bytes> for Outgoing {
     fn from(bytes: Bytes) -> Outgoing {
         Outgoing {
-            len: bytes.len(),
             chunks: vec![bytes],
         }
     }
@@ -47,11 +46,9 @@ impl From<Bytes> for Outgoing {
 
 impl From<staleguard::Body> for Outgoing {
     fn from(body: staleguard::Body) -> Outgoing {
-        let len = body.len();
         let chunks = body.into_chunks().into_iter().map(Bytes::from_owner);
         Outgoing {
             chunks: chunks.collect(),
-            len,
         }
     }
 }

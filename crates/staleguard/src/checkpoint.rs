@@ -59,7 +59,7 @@ impl<T: ?Sized> Default for Shared<T> {
 }
 
 impl Shared<str> {
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len()).sum()
     }
 
