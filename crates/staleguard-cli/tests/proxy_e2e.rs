@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 const OPENAI_KEY: &str = "sk-test-secret";
@@ -1372,6 +1373,39 @@ fn fail_closed_refuses_unparseable_bodies() {
     assert_eq!(r.status, 200);
     assert!(collapsed(r.header("x-staleguard"), "after a refused body") > 0);
     assert_eq!(up.requests().len(), 1);
+}
+
+/// A model request that is not UTF-8 (checked while it arrives): forwarded byte for byte
+/// when failing open, refused with 400 when failing closed. The characters around it, cut
+/// anywhere between frames, are the reader's unit tests.
+#[test]
+fn bodies_that_are_not_utf8_are_forwarded_as_they_came_or_refused() {
+    let work = Work::new("not_utf8");
+    let up = start_upstream(0);
+    let body: &[u8] = b"{\"model\":\"gpt-4.1\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xc3\xa9 \xff \xe2\x82\"}]}";
+    let json = [("Content-Type", "application/json")];
+    let open = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let r = http(open.port, "POST", "/v1/chat/completions", &json, body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let mark = r.header("x-staleguard").unwrap_or_default();
+    assert!(mark.starts_with("passthrough"), "marked {mark:?}");
+    let recs = up.requests();
+    assert_eq!(recs.len(), 1);
+    let sent = recs[0]["body_b64"].as_str().expect("body_b64");
+    let sent = base64::engine::general_purpose::STANDARD
+        .decode(sent)
+        .expect("base64");
+    assert_eq!(sent, body, "forwarded bytes differ");
+
+    let closed = start_proxy(&work, Some(&up.origin()), &["--fail-closed"], &[]);
+    let r = http(closed.port, "POST", "/v1/chat/completions", &json, body);
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("not UTF-8"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(up.requests().len(), 1, "fail-closed forwarded the body");
 }
 
 #[test]

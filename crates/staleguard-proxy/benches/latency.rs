@@ -4,6 +4,15 @@
 //! shapes of request: the recorded sessions repeated as they are, and repeated with each
 //! copy's pages made distinct (one long session of different pages).
 //! Run with `cargo bench -p staleguard-proxy --bench latency [-- --sessions N]`.
+//!
+//! `-- --processes BIN` measures the `staleguard proxy` binary at BIN instead, three of them
+//! as processes of their own (as users run it), and `--pin` with it gives them CPU 1 and
+//! this bench (client and scripted upstream, which stand for an agent and a remote model)
+//! CPU 0, so that the proxies' figures are not the client's scheduling. `--keep-awake` with
+//! them runs a busy loop at the lowest priority (`SCHED_IDLE`) on CPU 1: on a VM whose idle
+//! vCPUs halt into the host (Firecracker's do), waking the proxies' CPU for a request took
+//! up to 10 ms in about 4% of requests, whatever the proxy did; the loop keeps the vCPU
+//! from halting and yields to the proxies at once. Linux only (`taskset`, `chrt`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -58,6 +67,23 @@ fn sessions() -> usize {
     let args: Vec<String> = std::env::args().collect();
     let at = args.iter().position(|a| a == "--sessions");
     at.and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(1)
+}
+
+/// `-- --processes BIN`: the proxy binary to run as processes.
+fn processes() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--processes")?;
+    args.get(at + 1).cloned()
+}
+
+/// `--pin`, with `--processes`.
+fn pinned() -> bool {
+    processes().is_some() && std::env::args().any(|a| a == "--pin")
+}
+
+/// `--keep-awake`, with `--pin`.
+fn kept_awake() -> bool {
+    pinned() && std::env::args().any(|a| a == "--keep-awake")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -209,6 +235,9 @@ fn main() {
         added::Logged,
     );
     tracing::subscriber::set_global_default(logged).expect("the bench's log subscriber");
+    if pinned() {
+        external::pin_self("0");
+    }
     run();
 }
 
@@ -242,6 +271,32 @@ mod added {
         SEEN.lock()
             .map(|mut s| std::mem::take(&mut *s))
             .unwrap_or_default()
+    }
+
+    /// A proxy process's JSON log line (`--log-json`).
+    pub fn record_json(line: &str) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            return;
+        };
+        let f = &v["fields"];
+        let (Some("request"), Some(ms), Ok(mut seen)) =
+            (f["message"].as_str(), f["added_ms"].as_f64(), SEEN.lock())
+        else {
+            return;
+        };
+        let resumed = f["resumed"].as_bool().unwrap_or(false);
+        seen.record(f["outcome"].as_str().unwrap_or(""), resumed, ms);
+    }
+
+    impl Added {
+        fn record(&mut self, outcome: &str, resumed: bool, ms: f64) {
+            match (outcome, resumed) {
+                ("projected", true) => self.resumed.push(ms),
+                ("projected", false) => self.whole.push(ms),
+                ("untouched", _) => self.untouched.push(ms),
+                _ => {}
+            }
+        }
     }
 
     pub struct Logged;
@@ -283,12 +338,7 @@ mod added {
             let (true, Some(ms), Ok(mut seen)) = (line.request, line.added_ms, SEEN.lock()) else {
                 return;
             };
-            match (line.outcome.as_str(), line.resumed) {
-                ("projected", true) => seen.resumed.push(ms),
-                ("projected", false) => seen.whole.push(ms),
-                ("untouched", _) => seen.untouched.push(ms),
-                _ => {}
-            }
+            seen.record(&line.outcome, line.resumed, ms);
         }
     }
 }
@@ -296,14 +346,40 @@ mod added {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn run() {
     let up_addr = upstream().await;
-    let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES, config()).await;
-    let cold = proxy(up_addr, 0, config()).await;
-    // The hop alone: a proxy that forwards without projecting.
-    let off = Config {
-        browser_history_compaction: false,
-        ..config()
+    let _children;
+    let _awake = kept_awake().then(|| external::keep_awake("1"));
+    println!(
+        "proxies: {}",
+        match (processes(), pinned(), kept_awake()) {
+            (None, ..) =>
+                "in this process, on its runtime (2 workers) with the client and the upstream"
+                    .to_string(),
+            (Some(bin), false, _) => format!("{bin} as processes of their own"),
+            (Some(bin), true, awake) => format!(
+                "{bin} as processes of their own on CPU 1, the client and the upstream on CPU 0{}",
+                if awake { ", CPU 1 kept awake" } else { "" }
+            ),
+        }
+    );
+    let (warm, cold, hop) = if let Some(bin) = processes() {
+        let cpus = pinned().then_some("1");
+        let memo = staleguard::memo::DEFAULT_MEMO_BYTES;
+        _children = [
+            external::Proxy::spawn(&bin, up_addr, memo, true, cpus),
+            external::Proxy::spawn(&bin, up_addr, 0, true, cpus),
+            external::Proxy::spawn(&bin, up_addr, 0, false, cpus),
+        ];
+        (_children[0].addr, _children[1].addr, _children[2].addr)
+    } else {
+        let warm = proxy(up_addr, staleguard::memo::DEFAULT_MEMO_BYTES, config()).await;
+        let cold = proxy(up_addr, 0, config()).await;
+        // The hop alone: a proxy that forwards without projecting.
+        let off = Config {
+            browser_history_compaction: false,
+            ..config()
+        };
+        (warm, cold, proxy(up_addr, 0, off).await)
     };
-    let hop = proxy(up_addr, 0, off).await;
     let client = reqwest::Client::new();
     for (shape, distinct) in [("repeated sessions", false), ("distinct pages", true)] {
         let proxies = Proxies { warm, cold, hop };
@@ -361,8 +437,8 @@ async fn measure(
     println!(
         "{} to {} byte requests of {shape}, {} sessions of {ROUNDS} turns, each with one more browser call and result; direct, through the proxy with its memo (warm), with the memo off (cold) and with projection off (hop), interleaved:",
         session.turn(10).len(),
-        sessions(),
-        session.turn(10 + ROUNDS - 1).len()
+        session.turn(10 + ROUNDS - 1).len(),
+        sessions()
     );
     for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
         let d = percentile(&direct, p);
@@ -410,4 +486,116 @@ async fn measure(
     println!(
         "  throughput, {n} concurrent 1 MB requests: direct {rps_direct:.0}/s, warm {rps_warm:.0}/s, cold {rps_cold:.0}/s"
     );
+}
+
+/// Proxies as processes of the real binary, their log lines read into [`added`].
+mod external {
+    use std::io::{BufRead, BufReader};
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    pub struct Proxy {
+        child: Child,
+        pub addr: SocketAddr,
+    }
+
+    impl Proxy {
+        /// `bin proxy` in front of `upstream` with a memo of `memo_bytes`, projecting when
+        /// `compaction`, on `cpus` (a `taskset` list) when given.
+        pub fn spawn(
+            bin: &str,
+            upstream: SocketAddr,
+            memo_bytes: usize,
+            compaction: bool,
+            cpus: Option<&str>,
+        ) -> Proxy {
+            // A free port, handed to the proxy: another process could take it in between,
+            // which a bench may risk.
+            let addr = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port");
+            let mut cmd = match cpus {
+                Some(cpus) => {
+                    let mut c = Command::new("taskset");
+                    c.args(["-c", cpus, bin]);
+                    c
+                }
+                None => Command::new(bin),
+            };
+            let (listen, up) = (addr.to_string(), format!("http://{upstream}"));
+            let memo = memo_bytes.to_string();
+            cmd.args(["proxy", "--listen", &listen, "--upstream", &up])
+                .args(["--memo-bytes", &memo, "--log-json"])
+                .env(
+                    "BROWSER_HISTORY_COMPACTION",
+                    if compaction { "on" } else { "off" },
+                )
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            let mut child = cmd.spawn().expect("the proxy binary starts");
+            let stderr = child.stderr.take().expect("its stderr");
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    super::added::record_json(&line);
+                }
+            });
+            for _ in 0..400 {
+                if TcpStream::connect(addr).is_ok() {
+                    return Proxy { child, addr };
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the proxy at {addr} did not start listening");
+        }
+    }
+
+    impl Drop for Proxy {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// A busy loop at the lowest priority on `cpus`, until dropped.
+    pub struct Awake(Child);
+
+    pub fn keep_awake(cpus: &str) -> Awake {
+        let spin = [
+            "-i",
+            "0",
+            "taskset",
+            "-c",
+            cpus,
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ];
+        Awake(
+            Command::new("chrt")
+                .args(spin)
+                .spawn()
+                .expect("chrt and taskset"),
+        )
+    }
+
+    impl Drop for Awake {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Every thread of this process on `cpus`.
+    pub fn pin_self(cpus: &str) {
+        let pid = std::process::id().to_string();
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", cpus, &pid])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "taskset could not pin the bench to CPU {cpus}");
+    }
 }

@@ -13,6 +13,7 @@ mod config;
 mod exchange;
 mod metrics;
 mod outgoing;
+mod received;
 mod route;
 pub mod usage;
 
@@ -25,10 +26,11 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use staleguard::{project, Config, Memo, Options, RequestFormat};
+use staleguard::{project, Config, Memo, Options, Projection, RequestFormat};
 
 use exchange::{Exchange, Tallied};
 use outgoing::Outgoing;
+use received::Received;
 
 pub use config::ProxyConfig;
 pub use metrics::Metrics;
@@ -201,21 +203,31 @@ async fn prepare(
         )
     })?;
     let limit = shared.settings.max_body_bytes;
-    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        refusal(
-            "too_large",
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            &format!("request body is over {limit} bytes"),
-        )
-    })?;
+    let format = model_format(&parts.method, target.path());
+    // A body the core will read is checked as UTF-8 while it arrives.
+    let text = format.is_some()
+        && shared.settings.staleguard.browser_history_compaction
+        && encoding(&parts.headers) == "identity";
+    let expected = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let body = Received::read(body, limit, text, expected)
+        .await
+        .map_err(|_| {
+            refusal(
+                "too_large",
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &format!("request body is over {limit} bytes"),
+            )
+        })?;
     exchange.received(body.len());
     let mut headers = forwarded_headers(&parts.headers);
-    let format = model_format(&parts.method, target.path());
     exchange.reads_usage = format.is_some() && bills_input(target.path());
     let (body, outcome) = match format {
         Some(format) => rewrite(shared, &mut headers, body, format).await?,
-        None => (body.into(), Outcome::Untouched),
+        None => (body.into_bytes().into(), Outcome::Untouched),
     };
     Ok(Ready {
         url: target.as_str().to_string(),
@@ -273,12 +285,12 @@ fn is_gemini_generation(path: &str) -> bool {
 async fn rewrite(
     shared: &Shared,
     headers: &mut HeaderMap,
-    body: Bytes,
+    body: Received,
     format: RequestFormat,
 ) -> Result<(Outgoing, Outcome), Refusal> {
     let settings = &shared.settings;
     if !settings.staleguard.browser_history_compaction {
-        return Ok((body.into(), Outcome::Untouched));
+        return Ok((body.into_bytes().into(), Outcome::Untouched));
     }
     // Fail-closed refuses; fail-open goes on with the body as it came.
     let refuse = |reason: &'static str, message: String| -> Result<(), Refusal> {
@@ -293,7 +305,11 @@ async fn rewrite(
             Ok(())
         }
     };
-    let plain = match decode(headers, &body, settings.max_body_bytes) {
+    let decoded = match &body {
+        Received::Text(text) => Ok(Plain::Text(Arc::clone(text))),
+        Received::Bytes(bytes) => decode(headers, bytes, settings.max_body_bytes).map(Plain::Bytes),
+    };
+    let plain = match decoded {
         Ok(plain) => plain,
         Err(Decode::TooLarge(limit)) => {
             let message = format!("decoded request body is over {limit} bytes");
@@ -305,22 +321,23 @@ async fn rewrite(
             ));
         }
         Err(Decode::Failed(message)) => {
-            return refuse("undecodable_body", message)
-                .map(|_| (body.into(), Outcome::Passthrough("undecodable-body")));
+            return refuse("undecodable_body", message).map(|_| {
+                let body = body.into_bytes().into();
+                (body, Outcome::Passthrough("undecodable-body"))
+            });
         }
     };
     let config = settings.staleguard.clone();
     let memo = shared.memo.clone();
-    let projected = off_the_scheduler(move || {
-        let text = std::str::from_utf8(&plain).map_err(|e| format!("body is not UTF-8: {e}"))?;
-        let options = Options {
-            memo: memo.as_deref(),
-            ..Options::default()
-        };
-        let projected = project(text, format, &config, options).map_err(|e| e.to_string())?;
-        Ok::<_, String>((plain.len(), projected))
-    })
-    .await;
+    // The next turn of a session the memo holds is projected here, where its body arrived
+    // (about a millisecond for a megabyte); a whole projection gets a thread of its own.
+    let projected = match caught(|| resumed(&plain, format, &config, memo.as_deref())) {
+        Ok(Some(done)) => Ok(done),
+        Ok(None) => {
+            off_the_scheduler(move || whole(&plain, format, &config, memo.as_deref())).await
+        }
+        Err(message) => Err(message),
+    };
     match projected {
         Ok((len, p)) => {
             headers.remove(header::CONTENT_ENCODING);
@@ -335,31 +352,64 @@ async fn rewrite(
             };
             Ok((p.body.into(), outcome))
         }
-        Err(message) => refuse("unreadable_body", message)
-            .map(|_| (body.into(), Outcome::Passthrough("unreadable-body"))),
+        Err(message) => refuse("unreadable_body", message).map(|_| {
+            let body = body.into_bytes().into();
+            (body, Outcome::Passthrough("unreadable-body"))
+        }),
     }
 }
 
-/// Runs `work`, a projection, where blocking is allowed. On a multi-thread runtime that is
-/// this thread (`block_in_place`, which hands this worker's other tasks to another thread):
-/// the body was received here and is still in this core's caches. On the blocking pool, a
-/// warm turn's projection of a 1 MB request took 1.3 ms at p50 in the latency bench, here
-/// 0.9 ms. A current-thread runtime (tests) has no worker to hand over and uses the pool.
-/// A panic is an error either way, never a dropped connection.
+/// `plain` projected from a checkpoint `memo` keeps, with its length; `None` when it is not
+/// the next turn of a session the memo has seen.
+fn resumed(
+    plain: &Plain,
+    format: RequestFormat,
+    config: &Config,
+    memo: Option<&Memo>,
+) -> Result<Option<(usize, Projection)>, String> {
+    let text = plain.text()?;
+    let options = Options {
+        memo,
+        ..Options::default()
+    };
+    let projected = staleguard::project_resumed(text, format, config, &options);
+    Ok(projected.map(|p| (text.len(), p)))
+}
+
+/// `plain` projected, with its length.
+fn whole(
+    plain: &Plain,
+    format: RequestFormat,
+    config: &Config,
+    memo: Option<&Memo>,
+) -> Result<(usize, Projection), String> {
+    let text = plain.text()?;
+    let options = Options {
+        memo,
+        ..Options::default()
+    };
+    let projected = project(text, format, config, options).map_err(|e| e.to_string())?;
+    Ok((text.len(), projected))
+}
+
+/// Runs `work` here; a panic in it is an error (fail-open or 400), never a dropped
+/// connection.
+fn caught<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err("projection failed: it panicked".to_string()))
+}
+
+/// Runs `work`, a whole projection (tens of milliseconds for a megabyte), on the blocking
+/// pool, so that the runtime's workers go on serving other requests meanwhile. Not
+/// `block_in_place`: handing a worker's tasks to another thread on every request cost the
+/// next turn of a session a 5 ms stall at p99 in the latency bench, with the proxy on a
+/// core of its own.
 async fn off_the_scheduler<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let failed = |e: &dyn std::fmt::Display| format!("projection task failed: {e}");
-    if Handle::current().runtime_flavor() != RuntimeFlavor::MultiThread {
-        return tokio::task::spawn_blocking(work)
-            .await
-            .unwrap_or_else(|e| Err(failed(&e)));
-    }
-    tokio::task::block_in_place(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-            .unwrap_or_else(|_| Err(failed(&"it panicked")))
-    })
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(format!("projection task failed: {e}")))
 }
 
 /// The breakpoint of our own as the log names it: `no_room` says the request already had
@@ -376,16 +426,44 @@ enum Decode {
     Failed(String),
 }
 
-/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
-fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
-    use std::io::Read;
+/// A model request's body as the core reads it.
+enum Plain {
+    /// Received as UTF-8 text.
+    Text(Arc<String>),
+    /// Decoded, or received as bytes: not yet known to be UTF-8.
+    Bytes(Bytes),
+}
+
+impl Plain {
+    fn text(&self) -> Result<&str, String> {
+        match self {
+            Plain::Text(text) => Ok(text),
+            Plain::Bytes(bytes) => {
+                std::str::from_utf8(bytes).map_err(|e| format!("body is not UTF-8: {e}"))
+            }
+        }
+    }
+}
+
+/// The request's `Content-Encoding`, lower case; `identity` when it has none.
+fn encoding(headers: &HeaderMap) -> String {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("identity");
+    match encoding.trim().to_ascii_lowercase() {
+        e if e.is_empty() => "identity".to_string(),
+        e => e,
+    }
+}
+
+/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
+fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
+    use std::io::Read;
+    let encoding = encoding(headers);
     let mut out = Vec::new();
-    let read = match encoding.trim().to_ascii_lowercase().as_str() {
-        "identity" | "" => return Ok(body.clone()),
+    let read = match encoding.as_str() {
+        "identity" => return Ok(body.clone()),
         "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
             .take(limit as u64 + 1)
             .read_to_end(&mut out),

@@ -98,7 +98,8 @@ mod written;
 // The main API: everything a caller that projects needs.
 // Project a request body, and read what happened to it:
 pub use pipeline::{
-    project, project_request, project_request_with, CallVerdict, Options, Projected, Projection,
+    project, project_request, project_request_with, project_resumed, CallVerdict, Options,
+    Projected, Projection,
 };
 // What it reads, and why a body or a config cannot be read:
 pub use adapter::{Breakpoint, RequestFormat};

@@ -3,7 +3,7 @@
 
 mod support;
 
-use staleguard::{project, Config, Memo, Options, Projection, RequestFormat};
+use staleguard::{project, project_resumed, Config, Memo, Options, Projection, RequestFormat};
 use support::formats::chat_to_responses;
 use support::{on, openai_fixtures, read, shared_fixtures, truncate};
 
@@ -239,6 +239,55 @@ fn resume_all(
         }
     }
     (turns_run, resumable)
+}
+
+/// `project_resumed`, which a host runs where the request arrived, answers exactly the turns
+/// that resume from a checkpoint, with what `project` answers; nothing without a memo, on a
+/// session's first turn, or when the guard's verdicts are asked for.
+#[test]
+fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
+    let config = on();
+    let memo = Memo::default();
+    let (mut answered, mut turns_run) = (0, 0);
+    for (body, format) in sessions() {
+        if format == RequestFormat::Responses {
+            continue;
+        }
+        for (turn, request) in turns(&body).iter().enumerate() {
+            let what = format!("{} turn {turn}", format.name());
+            let with = |memo, verdicts| Options {
+                memo,
+                verdicts,
+                ..Options::default()
+            };
+            assert!(project_resumed(request, format, &config, &with(None, false)).is_none());
+            let asked = project_resumed(request, format, &config, &with(Some(&memo), true));
+            assert!(asked.is_none(), "{what}: resumed with verdicts asked for");
+            let fresh = Memo::default();
+            assert!(
+                project_resumed(request, format, &config, &with(Some(&fresh), false)).is_none()
+            );
+            let off = project(request, format, &config, Options::default()).expect("projects");
+            match project_resumed(request, format, &config, &with(Some(&memo), false)) {
+                Some(resumed) => {
+                    assert!(resumed.resumed, "{what}: not marked resumed");
+                    same(&off, &resumed, &what);
+                    answered += 1;
+                }
+                // Leaves the checkpoint the next turn resumes from.
+                None => {
+                    let whole = project(request, format, &config, with(Some(&memo), false));
+                    same(&off, &whole.expect("projects"), &what);
+                }
+            }
+            turns_run += 1;
+        }
+    }
+    assert_eq!(memo.resumed() as usize, answered);
+    assert!(
+        answered * 3 > turns_run,
+        "{answered} of {turns_run} turns resumed"
+    );
 }
 
 #[test]
