@@ -1375,9 +1375,8 @@ fn fail_closed_refuses_unparseable_bodies() {
     assert_eq!(up.requests().len(), 1);
 }
 
-/// A model request that is not UTF-8 (checked while it arrives): forwarded byte for byte
-/// when failing open, refused with 400 when failing closed. The characters around it, cut
-/// anywhere between frames, are the reader's unit tests.
+/// A model request that is not UTF-8: forwarded byte for byte when failing open, refused
+/// with 400 when failing closed.
 #[test]
 fn bodies_that_are_not_utf8_are_forwarded_as_they_came_or_refused() {
     let work = Work::new("not_utf8");

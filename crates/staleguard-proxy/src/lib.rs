@@ -13,7 +13,6 @@ mod config;
 mod exchange;
 mod metrics;
 mod outgoing;
-mod received;
 mod route;
 pub mod usage;
 
@@ -30,7 +29,6 @@ use staleguard::{project, Config, Memo, Options, Projection, RequestFormat};
 
 use exchange::{Exchange, Tallied};
 use outgoing::Outgoing;
-use received::Received;
 
 pub use config::ProxyConfig;
 pub use metrics::Metrics;
@@ -203,31 +201,21 @@ async fn prepare(
         )
     })?;
     let limit = shared.settings.max_body_bytes;
-    let format = model_format(&parts.method, target.path());
-    // A body the core will read is checked as UTF-8 while it arrives.
-    let text = format.is_some()
-        && shared.settings.staleguard.browser_history_compaction
-        && encoding(&parts.headers) == "identity";
-    let expected = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse().ok());
-    let body = Received::read(body, limit, text, expected)
-        .await
-        .map_err(|_| {
-            refusal(
-                "too_large",
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                &format!("request body is over {limit} bytes"),
-            )
-        })?;
+    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        refusal(
+            "too_large",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &format!("request body is over {limit} bytes"),
+        )
+    })?;
     exchange.received(body.len());
     let mut headers = forwarded_headers(&parts.headers);
+    let format = model_format(&parts.method, target.path());
     exchange.reads_usage = format.is_some() && bills_input(target.path());
     let (body, outcome) = match format {
         Some(format) => rewrite(shared, &mut headers, body, format).await?,
-        None => (body.into_bytes().into(), Outcome::Untouched),
+        None => (body.into(), Outcome::Untouched),
     };
     Ok(Ready {
         url: target.as_str().to_string(),
@@ -285,12 +273,12 @@ fn is_gemini_generation(path: &str) -> bool {
 async fn rewrite(
     shared: &Shared,
     headers: &mut HeaderMap,
-    body: Received,
+    body: Bytes,
     format: RequestFormat,
 ) -> Result<(Outgoing, Outcome), Refusal> {
     let settings = &shared.settings;
     if !settings.staleguard.browser_history_compaction {
-        return Ok((body.into_bytes().into(), Outcome::Untouched));
+        return Ok((body.into(), Outcome::Untouched));
     }
     // Fail-closed refuses; fail-open goes on with the body as it came.
     let refuse = |reason: &'static str, message: String| -> Result<(), Refusal> {
@@ -305,11 +293,7 @@ async fn rewrite(
             Ok(())
         }
     };
-    let decoded = match &body {
-        Received::Text(text) => Ok(Plain::Text(Arc::clone(text))),
-        Received::Bytes(bytes) => decode(headers, bytes, settings.max_body_bytes).map(Plain::Bytes),
-    };
-    let plain = match decoded {
+    let plain = match decode(headers, &body, settings.max_body_bytes) {
         Ok(plain) => plain,
         Err(Decode::TooLarge(limit)) => {
             let message = format!("decoded request body is over {limit} bytes");
@@ -321,10 +305,8 @@ async fn rewrite(
             ));
         }
         Err(Decode::Failed(message)) => {
-            return refuse("undecodable_body", message).map(|_| {
-                let body = body.into_bytes().into();
-                (body, Outcome::Passthrough("undecodable-body"))
-            });
+            return refuse("undecodable_body", message)
+                .map(|_| (body.into(), Outcome::Passthrough("undecodable-body")));
         }
     };
     let config = settings.staleguard.clone();
@@ -352,22 +334,20 @@ async fn rewrite(
             };
             Ok((p.body.into(), outcome))
         }
-        Err(message) => refuse("unreadable_body", message).map(|_| {
-            let body = body.into_bytes().into();
-            (body, Outcome::Passthrough("unreadable-body"))
-        }),
+        Err(message) => refuse("unreadable_body", message)
+            .map(|_| (body.into(), Outcome::Passthrough("unreadable-body"))),
     }
 }
 
 /// `plain` projected from a checkpoint `memo` keeps, with its length; `None` when it is not
 /// the next turn of a session the memo has seen.
 fn resumed(
-    plain: &Plain,
+    plain: &Bytes,
     format: RequestFormat,
     config: &Config,
     memo: Option<&Memo>,
 ) -> Result<Option<(usize, Projection)>, String> {
-    let text = plain.text()?;
+    let text = text_of(plain)?;
     let options = Options {
         memo,
         ..Options::default()
@@ -378,18 +358,22 @@ fn resumed(
 
 /// `plain` projected, with its length.
 fn whole(
-    plain: &Plain,
+    plain: &Bytes,
     format: RequestFormat,
     config: &Config,
     memo: Option<&Memo>,
 ) -> Result<(usize, Projection), String> {
-    let text = plain.text()?;
+    let text = text_of(plain)?;
     let options = Options {
         memo,
         ..Options::default()
     };
     let projected = project(text, format, config, options).map_err(|e| e.to_string())?;
     Ok((text.len(), projected))
+}
+
+fn text_of(plain: &Bytes) -> Result<&str, String> {
+    std::str::from_utf8(plain).map_err(|e| format!("body is not UTF-8: {e}"))
 }
 
 /// Runs `work` here; a panic in it is an error (fail-open or 400), never a dropped
@@ -426,44 +410,16 @@ enum Decode {
     Failed(String),
 }
 
-/// A model request's body as the core reads it.
-enum Plain {
-    /// Received as UTF-8 text.
-    Text(Arc<String>),
-    /// Decoded, or received as bytes: not yet known to be UTF-8.
-    Bytes(Bytes),
-}
-
-impl Plain {
-    fn text(&self) -> Result<&str, String> {
-        match self {
-            Plain::Text(text) => Ok(text),
-            Plain::Bytes(bytes) => {
-                std::str::from_utf8(bytes).map_err(|e| format!("body is not UTF-8: {e}"))
-            }
-        }
-    }
-}
-
-/// The request's `Content-Encoding`, lower case; `identity` when it has none.
-fn encoding(headers: &HeaderMap) -> String {
+/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
+fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
+    use std::io::Read;
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("identity");
-    match encoding.trim().to_ascii_lowercase() {
-        e if e.is_empty() => "identity".to_string(),
-        e => e,
-    }
-}
-
-/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
-fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
-    use std::io::Read;
-    let encoding = encoding(headers);
     let mut out = Vec::new();
-    let read = match encoding.as_str() {
-        "identity" => return Ok(body.clone()),
+    let read = match encoding.trim().to_ascii_lowercase().as_str() {
+        "identity" | "" => return Ok(body.clone()),
         "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
             .take(limit as u64 + 1)
             .read_to_end(&mut out),
