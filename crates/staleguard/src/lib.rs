@@ -48,7 +48,11 @@
 //!
 //! The answer depends on the body, the config and the evidence items named alone: a
 //! [`Memo`] only saves work, so a host may keep one across requests (and any number of
-//! copies of a host may run side by side) without answering differently.
+//! copies of a host may run side by side) without answering differently. With one,
+//! [`project_resumed`] answers only the next turn of a session the memo has seen (about a
+//! millisecond for a megabyte, from the checkpoint the earlier turn left), with what
+//! [`project`] would: a server can run it where the request arrived and give only the rest
+//! a thread of its own, as the proxy does.
 //!
 //! # The pipeline, and the modules for hosts
 //!
