@@ -11,6 +11,7 @@
 
 mod config;
 mod exchange;
+mod frames;
 mod metrics;
 mod outgoing;
 mod route;
@@ -28,6 +29,7 @@ use axum::Router;
 use staleguard::{project, Config, Memo, Options, Projection, RequestFormat};
 
 use exchange::{Exchange, Tallied};
+use frames::Frames;
 use outgoing::Outgoing;
 
 pub use config::ProxyConfig;
@@ -201,7 +203,7 @@ async fn prepare(
         )
     })?;
     let limit = shared.settings.max_body_bytes;
-    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
+    let body = Frames::read(body, limit).await.ok_or_else(|| {
         refusal(
             "too_large",
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -273,12 +275,12 @@ fn is_gemini_generation(path: &str) -> bool {
 async fn rewrite(
     shared: &Shared,
     headers: &mut HeaderMap,
-    body: Bytes,
+    frames: Frames,
     format: RequestFormat,
 ) -> Result<(Outgoing, Outcome), Refusal> {
     let settings = &shared.settings;
     if !settings.staleguard.browser_history_compaction {
-        return Ok((body.into(), Outcome::Untouched));
+        return Ok((frames.into(), Outcome::Untouched));
     }
     // Fail-closed refuses; fail-open goes on with the body as it came.
     let refuse = |reason: &'static str, message: String| -> Result<(), Refusal> {
@@ -293,6 +295,24 @@ async fn rewrite(
             Ok(())
         }
     };
+    let config = settings.staleguard.clone();
+    let memo = shared.memo.clone();
+    // The next turn of a session the memo holds is projected here, where its body arrived,
+    // from its frames as they came: only the bytes after the checkpoint's resume point are
+    // copied and read as text (about half a millisecond for a megabyte). A whole projection
+    // gets a thread of its own.
+    let encoded = encoding(headers) != "identity";
+    if !encoded {
+        match caught(|| Ok(resumed_from(&frames, format, &config, memo.as_deref()))) {
+            Ok(Some(done)) => return Ok(projected(headers, done)),
+            Ok(None) => {}
+            Err(message) => {
+                return refuse("unreadable_body", message)
+                    .map(|_| (frames.into(), Outcome::Passthrough("unreadable-body")))
+            }
+        }
+    }
+    let body = frames.join();
     let plain = match decode(headers, &body, settings.max_body_bytes) {
         Ok(plain) => plain,
         Err(Decode::TooLarge(limit)) => {
@@ -309,34 +329,55 @@ async fn rewrite(
                 .map(|_| (body.into(), Outcome::Passthrough("undecodable-body")));
         }
     };
-    let config = settings.staleguard.clone();
-    let memo = shared.memo.clone();
-    // The next turn of a session the memo holds is projected here, where its body arrived
-    // (about a millisecond for a megabyte); a whole projection gets a thread of its own.
-    let projected = match caught(|| resumed(&plain, format, &config, memo.as_deref())) {
+    // A decoded body may be the next turn too; an identity one was asked above.
+    let inline = match encoded {
+        true => caught(|| resumed(&plain, format, &config, memo.as_deref())),
+        false => Ok(None),
+    };
+    let done = match inline {
         Ok(Some(done)) => Ok(done),
         Ok(None) => {
             off_the_scheduler(move || whole(&plain, format, &config, memo.as_deref())).await
         }
         Err(message) => Err(message),
     };
-    match projected {
-        Ok((len, p)) => {
-            headers.remove(header::CONTENT_ENCODING);
-            let saved = len as i64 - p.body.len() as i64;
-            let outcome = Outcome::Projected {
-                collapsed: p.collapsed(),
-                received: len,
-                saved,
-                format: p.format,
-                breakpoint: breakpoint_label(p.breakpoint),
-                resumed: p.resumed,
-            };
-            Ok((p.body.into(), outcome))
-        }
+    match done {
+        Ok(done) => Ok(projected(headers, done)),
         Err(message) => refuse("unreadable_body", message)
             .map(|_| (body.into(), Outcome::Passthrough("unreadable-body"))),
     }
+}
+
+/// What goes upstream for a projection of a body of `len` bytes, and how it is logged.
+fn projected(headers: &mut HeaderMap, (len, p): (usize, Projection)) -> (Outgoing, Outcome) {
+    headers.remove(header::CONTENT_ENCODING);
+    let saved = len as i64 - p.body.len() as i64;
+    let outcome = Outcome::Projected {
+        collapsed: p.collapsed(),
+        received: len,
+        saved,
+        format: p.format,
+        breakpoint: breakpoint_label(p.breakpoint),
+        resumed: p.resumed,
+    };
+    (p.body.into(), outcome)
+}
+
+/// The body's frames projected from a checkpoint `memo` keeps, with the body's length;
+/// `None` when it is not the next turn of a session the memo has seen.
+fn resumed_from(
+    frames: &Frames,
+    format: RequestFormat,
+    config: &Config,
+    memo: Option<&Memo>,
+) -> Option<(usize, Projection)> {
+    let options = Options {
+        memo,
+        ..Options::default()
+    };
+    let parts = frames.parts();
+    let projected = staleguard::project_resumed_parts(&parts, format, config, &options)?;
+    Some((frames.len(), projected))
 }
 
 /// `plain` projected from a checkpoint `memo` keeps, with its length; `None` when it is not
@@ -410,16 +451,27 @@ enum Decode {
     Failed(String),
 }
 
-/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
-fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
-    use std::io::Read;
+/// The request's `Content-Encoding`, trimmed and lower case; `identity` when it has none.
+fn encoding(headers: &HeaderMap) -> String {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or("identity");
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    match encoding.is_empty() {
+        true => "identity".to_string(),
+        false => encoding,
+    }
+}
+
+/// The body without its `Content-Encoding` (gzip or zstd), at most `limit` bytes decoded.
+fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Decode> {
+    use std::io::Read;
+    let encoding = encoding(headers);
     let mut out = Vec::new();
-    let read = match encoding.trim().to_ascii_lowercase().as_str() {
-        "identity" | "" => return Ok(body.clone()),
+    let read = match encoding.as_str() {
+        "identity" => return Ok(body.clone()),
         "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
             .take(limit as u64 + 1)
             .read_to_end(&mut out),

@@ -44,6 +44,14 @@ impl From<Bytes> for Outgoing {
     }
 }
 
+impl From<crate::frames::Frames> for Outgoing {
+    fn from(frames: crate::frames::Frames) -> Outgoing {
+        Outgoing {
+            chunks: frames.into_chunks(),
+        }
+    }
+}
+
 impl From<staleguard::Body> for Outgoing {
     fn from(body: staleguard::Body) -> Outgoing {
         let chunks = body.into_chunks().into_iter().map(Bytes::from_owner);

@@ -138,20 +138,20 @@ pub(crate) struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// A checkpoint of `body`'s first `hashed` bytes, which `hasher` has taken in, without
-    /// any analysis.
+    /// A checkpoint of a body's first `hashed` bytes, which `hasher` has taken in, without
+    /// any analysis; `before` ends where they end (all of them, or the part after a resume
+    /// point).
     pub(crate) fn bare(
         context: u64,
         resume: ResumeAt,
-        body: &str,
+        before: &[u8],
         (hasher, hashed): (Xxh3, usize),
     ) -> Checkpoint {
-        let bytes = body.as_bytes().get(..hashed).unwrap_or_default();
         Checkpoint {
             hashed,
             hash: hasher.digest128(),
             hasher: Box::new(hasher),
-            end: bytes[bytes.len().saturating_sub(END)..].into(),
+            end: before[before.len().saturating_sub(END)..].into(),
             hashed_item: 0,
             items: 0,
             observations: false,
@@ -171,11 +171,16 @@ impl Checkpoint {
     }
 
     /// True when `body` starts with this checkpoint's bytes, with the memo's `seed`.
-    fn starts(&self, body: &str, seed: u64) -> bool {
-        let Some(bytes) = body.as_bytes().get(..self.hashed) else {
+    fn starts(&self, body: &Parts<'_>, seed: u64) -> bool {
+        let Some(end_at) = self.hashed.checked_sub(self.end.len()) else {
             return false;
         };
-        bytes.ends_with(&self.end) && hasher(seed, bytes).digest128() == self.hash
+        if body.len() < self.hashed || !body.slices(end_at..self.hashed).eq_bytes(&self.end) {
+            return false;
+        }
+        let mut hasher = Xxh3::with_seed(seed);
+        body.slices(0..self.hashed).for_each(|s| hasher.update(s));
+        hasher.digest128() == self.hash
     }
 
     /// The format and settings it was computed under, hashed.
@@ -231,7 +236,12 @@ impl Checkpoints {
     }
 
     /// The newest checkpoint whose bytes `body` starts with, under `context`.
-    pub(crate) fn find(&self, body: &str, context: u64, seed: u64) -> Option<Arc<Checkpoint>> {
+    pub(crate) fn find(
+        &self,
+        body: &Parts<'_>,
+        context: u64,
+        seed: u64,
+    ) -> Option<Arc<Checkpoint>> {
         let candidates: Vec<Arc<Checkpoint>> = {
             let kept = self.kept.lock().ok()?;
             kept.iter()
@@ -303,6 +313,72 @@ impl Checkpoints {
     }
 }
 
+/// A body as consecutive byte parts: one for a string, or a request's frames as they
+/// arrived.
+pub(crate) struct Parts<'a> {
+    parts: &'a [&'a [u8]],
+    len: usize,
+}
+
+impl<'a> Parts<'a> {
+    pub(crate) fn new(parts: &'a [&'a [u8]]) -> Parts<'a> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        Parts { parts, len }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The pieces of the parts that make up `range`, in order.
+    pub(crate) fn slices(&self, range: std::ops::Range<usize>) -> Slices<'a> {
+        Slices {
+            parts: self.parts.iter(),
+            at: 0,
+            range,
+        }
+    }
+}
+
+/// The pieces of a range of [`Parts`].
+pub(crate) struct Slices<'a> {
+    parts: std::slice::Iter<'a, &'a [u8]>,
+    /// Where the next part starts in the body.
+    at: usize,
+    range: std::ops::Range<usize>,
+}
+
+impl<'a> Iterator for Slices<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        while self.at < self.range.end {
+            let part = *self.parts.next()?;
+            let start = self.at;
+            self.at += part.len();
+            let from = self.range.start.max(start) - start;
+            let to = self.range.end.min(self.at) - start;
+            if from < to {
+                return part.get(from..to);
+            }
+        }
+        None
+    }
+}
+
+impl Slices<'_> {
+    /// Whether the pieces, joined, are `bytes`.
+    fn eq_bytes(self, mut bytes: &[u8]) -> bool {
+        for piece in self {
+            match bytes.strip_prefix(piece) {
+                Some(rest) => bytes = rest,
+                None => return false,
+            }
+        }
+        bytes.is_empty()
+    }
+}
+
 /// Bytes of the end of a checkpoint's prefix compared before its hash is computed.
 const END: usize = 64;
 
@@ -317,4 +393,39 @@ pub(crate) fn hasher(seed: u64, bytes: &[u8]) -> Xxh3 {
 pub(crate) fn context_of(format: RequestFormat, config: &crate::Config) -> u64 {
     let settings = format!("{format:?} {config:?}");
     xxhash_rust::xxh3::xxh3_64(settings.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any range of a body cut into any parts reads as the same range of the whole.
+        #[test]
+        fn slices_of_parts_are_the_range_of_the_whole(
+            body in proptest::collection::vec(any::<u8>(), 0..200),
+            cuts in proptest::collection::vec(any::<usize>(), 0..6),
+            ends in (any::<usize>(), any::<usize>()),
+        ) {
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+            at.sort_unstable();
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut from = 0;
+            for to in at.into_iter().chain([body.len()]) {
+                parts.push(&body[from..to]);
+                from = to;
+            }
+            let whole = Parts::new(&parts);
+            prop_assert_eq!(whole.len(), body.len());
+            let (a, b) = (ends.0 % (body.len() + 1), ends.1 % (body.len() + 1));
+            let range = a.min(b)..a.max(b);
+            let joined: Vec<u8> = whole.slices(range.clone()).flatten().copied().collect();
+            prop_assert_eq!(&joined[..], &body[range.clone()]);
+            prop_assert!(whole.slices(range.clone()).eq_bytes(&body[range.clone()]));
+            let mut other = body[range.clone()].to_vec();
+            other.push(0);
+            prop_assert!(!whole.slices(range).eq_bytes(&other));
+        }
+    }
 }

@@ -52,7 +52,8 @@
 //! [`project_resumed`] answers only the next turn of a session the memo has seen (about a
 //! millisecond for a megabyte, from the checkpoint the earlier turn left), with what
 //! [`project`] would: a server can run it where the request arrived and give only the rest
-//! a thread of its own, as the proxy does.
+//! a thread of its own, as the proxy does. [`project_resumed_parts`] takes the body as the
+//! frames it arrived in, and copies and reads as text only the bytes after the checkpoint.
 //!
 //! # The pipeline, and the modules for hosts
 //!
@@ -102,8 +103,8 @@ mod written;
 // The main API: everything a caller that projects needs.
 // Project a request body, and read what happened to it:
 pub use pipeline::{
-    project, project_request, project_request_with, project_resumed, CallVerdict, Options,
-    Projected, Projection,
+    project, project_request, project_request_with, project_resumed, project_resumed_parts,
+    CallVerdict, Options, Projected, Projection,
 };
 // What it reads, and why a body or a config cannot be read:
 pub use adapter::{Breakpoint, RequestFormat};

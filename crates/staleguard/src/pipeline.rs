@@ -7,6 +7,7 @@
 
 use crate::adapter::{read_request, Breakpoint, RequestFormat, WireRequest};
 use crate::body::Body;
+use crate::checkpoint::Parts;
 use crate::config::Config;
 use crate::error::Error;
 use crate::evidence::{self, EvidenceItem, EvidenceReport};
@@ -169,8 +170,34 @@ pub fn project_resumed(
     options: &Options<'_>,
 ) -> Option<Projection> {
     let (memo, context) = checkpointing(format, config, options)?;
-    let found = memo.checkpoints.find(body, context, memo.seed())?;
+    let parts = [body.as_bytes()];
+    let found = memo
+        .checkpoints
+        .find(&Parts::new(&parts), context, memo.seed())?;
     let projected = resume::project(body, format, config, memo, &found)?;
+    memo.count_resumed();
+    Some(projected)
+}
+
+/// [`project_resumed`], for a body given as its byte parts in order (a request's frames as
+/// they arrived), without joining them: only the bytes after the checkpoint's resume point
+/// are copied and read as text, the rest only hashed. `None` also when those bytes are not
+/// UTF-8; [`project`] of the joined body then says why.
+pub fn project_resumed_parts(
+    parts: &[&[u8]],
+    format: RequestFormat,
+    config: &Config,
+    options: &Options<'_>,
+) -> Option<Projection> {
+    let (memo, context) = checkpointing(format, config, options)?;
+    let body = Parts::new(parts);
+    let found = memo.checkpoints.find(&body, context, memo.seed())?;
+    let from = found.resume.offset;
+    let mut tail = Vec::with_capacity(body.len().saturating_sub(from));
+    body.slices(from..body.len())
+        .for_each(|s| tail.extend_from_slice(s));
+    let tail = String::from_utf8(tail).ok()?;
+    let projected = resume::project_tail(&tail, format, config, memo, &found)?;
     memo.count_resumed();
     Some(projected)
 }
@@ -257,7 +284,16 @@ fn project_whole(
                 written: written.as_ref(),
                 tracker,
             };
-            resume::write_and_keep(body, &request, breakpoint, None, cut, parts, memo, context)
+            resume::write_and_keep(
+                (body, 0),
+                &request,
+                breakpoint,
+                None,
+                cut,
+                parts,
+                memo,
+                context,
+            )
         }
         _ => request.write_with(&report.edits, breakpoint).into(),
     };

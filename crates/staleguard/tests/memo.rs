@@ -3,7 +3,10 @@
 
 mod support;
 
-use staleguard::{project, project_resumed, Config, Memo, Options, Projection, RequestFormat};
+use staleguard::{
+    project, project_resumed, project_resumed_parts, Config, Memo, Options, Projection,
+    RequestFormat,
+};
 use support::formats::chat_to_responses;
 use support::{on, openai_fixtures, read, shared_fixtures, truncate};
 
@@ -268,14 +271,29 @@ fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
                 project_resumed(request, format, &config, &with(Some(&fresh), false)).is_none()
             );
             let off = project(request, format, &config, Options::default()).expect("projects");
+            // The same body as parts cut anywhere, characters included, answers alike.
+            let bytes = request.as_bytes();
+            let cuts = [
+                bytes.len() / 3,
+                bytes.len() / 2 + 1,
+                bytes.len().saturating_sub(7),
+            ];
+            let (a, rest) = bytes.split_at(cuts[0].min(bytes.len()));
+            let (b, rest) = rest.split_at((cuts[1] - cuts[0]).min(rest.len()));
+            let (c, d) = rest.split_at(cuts[2].saturating_sub(cuts[1]).min(rest.len()));
+            let from_parts =
+                project_resumed_parts(&[a, b, c, d], format, &config, &with(Some(&memo), false));
             match project_resumed(request, format, &config, &with(Some(&memo), false)) {
                 Some(resumed) => {
                     assert!(resumed.resumed, "{what}: not marked resumed");
                     same(&off, &resumed, &what);
+                    let parts = from_parts.expect("resumed from parts too");
+                    same(&off, &parts, &format!("{what}, from parts"));
                     answered += 1;
                 }
                 // Leaves the checkpoint the next turn resumes from.
                 None => {
+                    assert!(from_parts.is_none(), "{what}: resumed from parts only");
                     let whole = project(request, format, &config, with(Some(&memo), false));
                     same(&off, &whole.expect("projects"), &what);
                 }
@@ -283,7 +301,7 @@ fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
             turns_run += 1;
         }
     }
-    assert_eq!(memo.resumed() as usize, answered);
+    assert_eq!(memo.resumed() as usize, 2 * answered);
     assert!(
         answered * 3 > turns_run,
         "{answered} of {turns_run} turns resumed"

@@ -149,6 +149,22 @@ pub struct ResumeAt {
 }
 
 impl ResumeAt {
+    /// The same point in a body whose first `origin` bytes were cut off.
+    pub(crate) fn moved(self, origin: usize) -> ResumeAt {
+        ResumeAt {
+            offset: self.offset + origin,
+            ..self
+        }
+    }
+
+    /// The same point, in the body's part that starts here.
+    pub(crate) fn moved_to_start(&self) -> ResumeAt {
+        ResumeAt {
+            offset: 0,
+            ..self.clone()
+        }
+    }
+
     /// Bytes it holds on the heap: the known keys before the array.
     pub(crate) fn keys_bytes(&self) -> usize {
         self.keys.capacity() * std::mem::size_of::<KeySeen>()

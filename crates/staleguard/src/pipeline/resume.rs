@@ -136,7 +136,7 @@ pub(crate) struct Analysed<'p> {
 /// base, and keeps a checkpoint at `cut` built on `base`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_and_keep(
-    body: &str,
+    (body, origin): (&str, usize),
     request: &WireRequest<'_>,
     breakpoint: Option<Breakpoint>,
     base: Option<&Checkpoint>,
@@ -145,28 +145,34 @@ pub(crate) fn write_and_keep(
     memo: &Memo,
     context: u64,
 ) -> Body {
-    let from = base.map_or(0, |b| b.resume.offset);
+    let from = base.map_or(0, |b| b.resume.offset.saturating_sub(origin));
     let edits = &parts.report.edits;
     let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);
     // The same bytes as the base's (the request repeats its turn): the base is the same
     // checkpoint. Otherwise only the bytes after the base's are hashed.
-    let hashed = cut.hashed.offset;
+    let hashed = cut.hashed.offset + origin;
     if base.is_some_and(|b| b.hashed == hashed) {
         return after_base(base, std::mem::take(&mut tail.body));
     }
+    let bytes = |range: std::ops::Range<usize>| {
+        body.as_bytes()
+            .get(range.start.checked_sub(origin)?..range.end.checked_sub(origin)?)
+    };
     let hasher = match base {
-        Some(b) if b.hashed < hashed => {
+        Some(b) if b.hashed < hashed => bytes(b.hashed..hashed).map(|after| {
             let mut h = (*b.hasher).clone();
-            h.update(body.as_bytes().get(b.hashed..hashed).unwrap_or_default());
+            h.update(after);
             h
-        }
-        _ => checkpoint::hasher(
-            memo.seed(),
-            body.as_bytes().get(..hashed).unwrap_or_default(),
-        ),
+        }),
+        _ => bytes(0..hashed).map(|all| checkpoint::hasher(memo.seed(), all)),
+    };
+    // Without the bytes before `body` (a tail), no checkpoint can be hashed but from the
+    // base's: the next turn goes the whole way and keeps one.
+    let Some(hasher) = hasher else {
+        return after_base(base, std::mem::take(&mut tail.body));
     };
     if !memo.checkpoints.has(hasher.digest128(), hashed, context) {
-        let kept = checkpoint_at(body, &tail, base, cut, parts, context, hasher);
+        let kept = checkpoint_at((body, origin), &tail, base, cut, parts, context, hasher);
         memo.checkpoints.keep(kept, base);
     }
     after_base(base, std::mem::take(&mut tail.body))
@@ -183,7 +189,7 @@ fn after_base(base: Option<&Checkpoint>, tail: String) -> Body {
 /// The checkpoint at `cut` of `body`, whose bytes after `base`'s resume point were written
 /// as `tail`.
 fn checkpoint_at(
-    body: &str,
+    (body, origin): (&str, usize),
     tail: &crate::adapter::SplitWrite,
     base: Option<&Checkpoint>,
     cut: Cut,
@@ -199,8 +205,9 @@ fn checkpoint_at(
     written.push(&own);
     let resume_item = cut.resume.item;
     let before = |item: usize| item < resume_item;
-    let hashed = (hasher, cut.hashed.offset);
-    let mut kept = Checkpoint::bare(context, cut.resume, body, hashed);
+    let hashed_bytes = body.as_bytes().get(..cut.hashed.offset).unwrap_or_default();
+    let hashed = (hasher, cut.hashed.offset + origin);
+    let mut kept = Checkpoint::bare(context, cut.resume.moved(origin), hashed_bytes, hashed);
     kept.written = written;
     kept.items = cut.items;
     kept.hashed_item = cut.hashed.item;
@@ -321,7 +328,22 @@ pub(crate) fn project(
     memo: &Memo,
     base: &Arc<Checkpoint>,
 ) -> Option<Projection> {
-    let request = read_request_from(body, format, &base.resume)?;
+    let origin = base.resume.offset;
+    project_tail(body.get(origin..)?, format, config, memo, base)
+}
+
+/// [`project`], given only the body's bytes from `base`'s resume point on: nothing
+/// before them is read.
+pub(crate) fn project_tail(
+    tail: &str,
+    format: RequestFormat,
+    config: &Config,
+    memo: &Memo,
+    base: &Arc<Checkpoint>,
+) -> Option<Projection> {
+    let origin = base.resume.offset;
+    let body = tail;
+    let request = read_request_from(body, format, &base.resume.moved_to_start())?;
     let transcript = request.transcript();
     if items_hash(transcript, base.hashed_item..base.chosen_until + 1) != base.items {
         return None;
@@ -385,7 +407,7 @@ pub(crate) fn project(
                 tracker: snapshot,
             };
             write_and_keep(
-                body,
+                (body, origin),
                 &request,
                 breakpoint,
                 Some(base),
@@ -396,8 +418,7 @@ pub(crate) fn project(
             )
         }
         None => {
-            let from = base.resume.offset;
-            let tail = request.write_from("", from, &plan.edits, breakpoint, from);
+            let tail = request.write_from("", 0, &plan.edits, breakpoint, 0);
             after_base(Some(base), tail.body)
         }
     };
