@@ -174,7 +174,8 @@ pub fn project_resumed(
     let found = memo
         .checkpoints
         .find(&Parts::new(&parts), context, memo.seed())?;
-    let projected = resume::project(body, format, config, memo, &found)?;
+    let tail = body.get(found.resume.offset..)?;
+    let projected = resume::project_tail(tail, format, config, memo, &found)?;
     memo.count_resumed();
     Some(projected)
 }

@@ -318,22 +318,10 @@ fn evidence_before(written: &Written, item: usize) -> (BlockQuotes, BlockQuotes,
     )
 }
 
-/// Projects `body` from checkpoint `base`; `None` when the request must go the whole way:
-/// the tail cannot be read as a whole read would read it, or what it holds would change
-/// something before the resume point.
-pub(crate) fn project(
-    body: &str,
-    format: RequestFormat,
-    config: &Config,
-    memo: &Memo,
-    base: &Arc<Checkpoint>,
-) -> Option<Projection> {
-    let origin = base.resume.offset;
-    project_tail(body.get(origin..)?, format, config, memo, base)
-}
-
-/// [`project`], given only the body's bytes from `base`'s resume point on: nothing
-/// before them is read.
+/// Projects a body from checkpoint `base`, given only its bytes from `base`'s resume point
+/// on (`tail`: nothing before them is read); `None` when the request must go the whole
+/// way: the tail cannot be read as a whole read would read it, or what it holds would
+/// change something before the resume point.
 pub(crate) fn project_tail(
     tail: &str,
     format: RequestFormat,
