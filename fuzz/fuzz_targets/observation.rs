@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use staleguard::refs::{has_ref_token, neutralise};
-use staleguard::observation::{self, FORMATS};
+use staleguard::internal::refs::{has_ref_token, neutralise};
+use staleguard::internal::observation::{self, FORMATS};
 
 fuzz_target!(|text: &str| {
     for format in FORMATS {
@@ -13,11 +13,11 @@ fuzz_target!(|text: &str| {
     }
     if let Some(obs) = observation::parse(text) {
         if let Some(tree) = obs.tree {
-            let _ = staleguard::observation::aria::tree_nodes(tree);
+            let _ = staleguard::internal::observation::aria::tree_nodes(tree);
         }
     }
-    let _ = staleguard::receipt::verification_lines(text);
-    let mut archive = staleguard::archive::Archive::new(2);
+    let _ = staleguard::internal::receipt::verification_lines(text);
+    let mut archive = staleguard::internal::archive::Archive::new(2);
     archive.record(text, 1);
     let _ = archive.list(1);
     let out = neutralise(text);

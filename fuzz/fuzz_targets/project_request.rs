@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use staleguard::{project_request, Config, RequestFormat};
+use staleguard::{Config, RequestFormat};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(body) = std::str::from_utf8(data) else {
@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         RequestFormat::Responses,
         RequestFormat::Gemini,
     ] {
-        if let Ok(projected) = project_request(body, format, &config) {
+        if let Ok(projected) = staleguard::project(body, format, &config, staleguard::Options::default()) {
             assert!(is_json(&projected.body), "projection wrote invalid JSON");
         }
     }

@@ -14,7 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use staleguard::guard::{Refusal, Verdict as GuardVerdict};
+use staleguard::{Refusal, Verdict as GuardVerdict};
 use staleguard::{Config, Options, Projection, RequestFormat};
 use staleguard_cli::inspect;
 
@@ -217,7 +217,7 @@ fn refusal_name(why: Refusal) -> &'static str {
 fn proposed_call(call: &str) -> PyResult<(String, String)> {
     let v: serde_json::Value = serde_json::from_str(call)
         .map_err(|e| StaleguardError::new_err(format!("call is not JSON: {e}")))?;
-    staleguard::guard::proposed_call(&v).ok_or_else(|| {
+    staleguard::internal::guard::proposed_call(&v).ok_or_else(|| {
         StaleguardError::new_err(
             "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item",
         )
@@ -237,13 +237,8 @@ fn check_call(
     let config = config_of(config_toml)?;
     let verdict = py
         .allow_threads(move || {
-            let transcript = staleguard::adapter::read_transcript(&body)?;
-            Ok::<_, staleguard::Error>(staleguard::guard::check(
-                &transcript,
-                &name,
-                &arguments,
-                &config,
-            ))
+            let engine = staleguard::Engine::new(config);
+            engine.check_call(&body, RequestFormat::Auto, &name, &arguments)
         })
         .map_err(|e| body_error(py, e))?;
     Ok(match verdict {

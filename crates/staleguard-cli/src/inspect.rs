@@ -1,9 +1,9 @@
 //! The `inspect` report: every browser result, then totals in bytes and tokens.
 
 use serde::Serialize;
-use staleguard::evidence::Quote;
-use staleguard::guard::Verdict;
-use staleguard::{EvidenceReport, Projected, ResultReport};
+use staleguard::Quote;
+use staleguard::Verdict;
+use staleguard::{EvidenceReport, Projection, ResultReport};
 
 /// Tokens counted with the o200k_base encoding (GPT-4o and later).
 fn count_tokens(text: &str) -> usize {
@@ -70,7 +70,7 @@ struct Totals {
 
 impl<'p> Report<'p> {
     /// The report of `projected`, which must have been made with verdicts.
-    pub fn new(original: &str, projected: &'p Projected) -> Self {
+    pub fn new(original: &str, projected: &'p Projection) -> Self {
         let mut results: Vec<Row<'p>> = projected.report().results.iter().map(Row::from).collect();
         let (calls, stalled) = progress_and_guard(projected, &mut results);
         let totals = Totals {
@@ -205,7 +205,7 @@ impl Report<'_> {
 }
 
 /// Fingerprints and no-progress counts into the rows; the guard's verdict on every call.
-fn progress_and_guard(projected: &Projected, rows: &mut [Row<'_>]) -> (Vec<CallRow>, bool) {
+fn progress_and_guard(projected: &Projection, rows: &mut [Row<'_>]) -> (Vec<CallRow>, bool) {
     let Some(progress) = &projected.progress else {
         return (Vec::new(), false);
     };

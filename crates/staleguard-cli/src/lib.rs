@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use staleguard::{
-    project, project_request_with, Config, ConfigError, EvidenceItem, Options, Projected,
-    RequestFormat,
+    project, Config, ConfigError, Engine, EvidenceItem, Options, Projection, RequestFormat, Verdict,
 };
 
 /// The bundled recordings that `demo` runs: a real @playwright/mcp 0.0.41 session, as an
@@ -150,7 +149,15 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Project { input } => {
             let (body, format, config) = load(&input)?;
-            let projected = project_request_with(&body, format, &config, &load_evidence(&input)?)?;
+            let projected = staleguard::project(
+                &body,
+                format,
+                &config,
+                staleguard::Options {
+                    explicit: &load_evidence(&input)?,
+                    ..staleguard::Options::default()
+                },
+            )?;
             write_stdout(projected.body.as_bytes())
         }
         Command::Inspect { input, json } => {
@@ -185,16 +192,17 @@ const REFUSED: u8 = 3;
 fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
     let (name, arguments) = proposed_call(call)?;
     let (body, _, config) = load(input)?;
-    let transcript = staleguard::adapter::read_transcript(&body)?;
-    match staleguard::guard::check(&transcript, &name, &arguments, &config) {
-        staleguard::guard::Verdict::Allow { note } => write_stdout(
+    // The body's format is told from the body, whatever --format says.
+    let verdict = Engine::new(config).check_call(&body, RequestFormat::Auto, &name, &arguments)?;
+    match verdict {
+        Verdict::Allow { note } => write_stdout(
             format!(
                 "allow{}\n",
                 note.map(|n| format!(": {n}")).unwrap_or_default()
             )
             .as_bytes(),
         ),
-        staleguard::guard::Verdict::Refuse { message, .. } => {
+        Verdict::Refuse { message, .. } => {
             write_stdout(format!("{message}\n").as_bytes())?;
             Err(Failure::Exit(REFUSED))
         }
@@ -205,7 +213,7 @@ fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
 fn proposed_call(call: &str) -> Result<(String, String), Failure> {
     let v: serde_json::Value = serde_json::from_str(call)
         .map_err(|e| Failure::from(format!("--call is not JSON: {e}")))?;
-    staleguard::guard::proposed_call(&v).ok_or_else(|| {
+    staleguard::internal::guard::proposed_call(&v).ok_or_else(|| {
         Failure::from("--call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".to_string())
     })
 }
@@ -221,9 +229,10 @@ fn load(args: &InputArgs) -> Result<(body::Body, RequestFormat, Config), Failure
 
 fn archive(input: &InputArgs, id: Option<&str>) -> Result<(), Failure> {
     let (body, format, config) = load(input)?;
-    let (request, _, _) = staleguard::adapter::read_request(&body, format)?;
+    let (request, _, _) = staleguard::internal::adapter::read_request(&body, format)?;
     let transcript = request.into_transcript();
-    let (archive, now) = staleguard::archive::Archive::of_transcript(&transcript, &config);
+    let (archive, now) =
+        staleguard::internal::archive::Archive::of_transcript(&transcript, &config);
     let text = match id {
         None => archive.list(now),
         Some(id) => {
@@ -326,7 +335,7 @@ fn demo(format: &str) -> Result<(), Failure> {
 }
 
 /// The first collapsed observation, before and after.
-fn before_after(body: &str, file: &str, projected: &Projected) -> String {
+fn before_after(body: &str, file: &str, projected: &Projection) -> String {
     let Some(first) = projected
         .report()
         .results

@@ -77,7 +77,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         memo_bytes: args
             .memo_bytes
             .or(file.memo_bytes)
-            .unwrap_or(staleguard::memo::DEFAULT_MEMO_BYTES),
+            .unwrap_or(staleguard::internal::memo::DEFAULT_MEMO_BYTES),
         metrics_path: metrics_path(args.metrics_path.or(file.metrics_path))?,
         staleguard: config,
     };

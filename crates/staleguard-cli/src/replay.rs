@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
-use staleguard::adapter::read_request;
-use staleguard::progress::Tracker;
-use staleguard::projection::{self, Edit};
-use staleguard::session::Session;
-use staleguard::tools::BrowserTools;
-use staleguard::transcript::Item;
+use staleguard::internal::adapter::read_request;
+use staleguard::internal::progress::Tracker;
+use staleguard::internal::projection;
+use staleguard::internal::session::Session;
+use staleguard::internal::tools::BrowserTools;
+use staleguard::internal::transcript::Item;
+use staleguard::Edit;
 use staleguard::{project, Config, Memo, Options, RequestFormat, Status};
 
 pub use cache::{Bill, Model, Pricing};
@@ -617,7 +618,8 @@ fn stale_refs(request: &str, config: &Config) -> usize {
     };
     let transcript = wire.transcript();
     let tools = BrowserTools::new(&config.browser_tools);
-    let steps = Session::build(transcript, &tools, None);
+    let memo = staleguard::Memo::for_request(request.len());
+    let steps = Session::build(transcript, &tools, &memo);
     let plan = projection::plan(&steps, config.receipt_max_bytes);
     let session = Tracker::new(config.max_repeats).replay(&steps, |_, _, _, _| {});
     let mut stale = std::collections::HashSet::new();
@@ -625,7 +627,7 @@ fn stale_refs(request: &str, config: &Config) -> usize {
         let Some(Item::Result(result)) = transcript.items.get(r.item) else {
             continue;
         };
-        if let Some(obs) = staleguard::observation::parse(&result.text) {
+        if let Some(obs) = staleguard::internal::observation::parse(&result.text) {
             let gone = obs
                 .refs
                 .iter()

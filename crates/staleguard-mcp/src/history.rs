@@ -3,10 +3,11 @@
 //! acted on.
 
 use serde_json::{json, Value};
-use staleguard::archive::{Archive, ARCHIVE_TAG};
+use staleguard::internal::archive::Archive;
+use staleguard::ARCHIVE_TAG;
 
 /// The tool the relay adds to the server's tools.
-pub use staleguard::tools::HISTORY_TOOL;
+pub use staleguard::internal::tools::HISTORY_TOOL;
 
 /// The tool result for a call with `arguments`, `now` browser results into the session.
 pub fn answer(archive: &Archive, arguments: Option<&Value>, now: usize) -> Value {
@@ -82,8 +83,8 @@ pub fn tool_definition() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use staleguard::receipt::observation_id;
-    use staleguard::refs::has_ref_token;
+    use staleguard::internal::receipt::observation_id;
+    use staleguard::internal::refs::has_ref_token;
 
     fn page(url: &str) -> String {
         format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```")

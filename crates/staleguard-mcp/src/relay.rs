@@ -5,12 +5,13 @@
 use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
-use staleguard::archive::Archive;
-use staleguard::guard::{self, Refusal, Verdict};
-use staleguard::progress::{self, Tracker};
-use staleguard::session::{Depth, Piece, Reading};
-use staleguard::tools::BrowserTools;
+use staleguard::internal::archive::Archive;
+use staleguard::internal::guard;
+use staleguard::internal::progress::{self, Tracker};
+use staleguard::internal::session::{Depth, Piece, Reader, Reading};
+use staleguard::internal::tools::BrowserTools;
 use staleguard::{Config, Memo};
+use staleguard::{Refusal, Verdict};
 
 use crate::history::HISTORY_TOOL;
 use crate::scope;
@@ -267,7 +268,7 @@ impl Relay {
         }
         let arguments = arguments_of(&message);
         let raw = arguments.to_string();
-        let has_refs = !guard::targets(&raw).is_empty();
+        let has_refs = !staleguard::internal::refs::targets(&raw).is_empty();
         if has_refs && (self.session.page_unseen() || self.session.other_page(&raw).is_some()) {
             return self.park(id, message);
         }
@@ -290,7 +291,7 @@ impl Relay {
             }
         }
         let raw = arguments.to_string();
-        match guard::check_in(&self.session, &name, &raw, &self.tools) {
+        match guard::check(&self.session, &name, &raw, &self.tools) {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
@@ -378,7 +379,7 @@ impl Relay {
         }
         // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
         let page = arguments_of(&message).get("pageId").cloned();
-        let tool = staleguard::observation::snapshot_tool(self.session.page().format);
+        let tool = staleguard::internal::observation::snapshot_tool(self.session.page().format);
         let arguments = match &page {
             Some(page) => json!({ "pageId": page }),
             None => json!({}),
@@ -391,7 +392,9 @@ impl Relay {
         });
         self.parked = Some(Parked {
             own_id,
-            page_id: page.as_ref().and_then(staleguard::refs::page_id_of),
+            page_id: page
+                .as_ref()
+                .and_then(staleguard::internal::refs::page_id_of),
             id,
             message,
         });
@@ -446,7 +449,7 @@ impl Relay {
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
-        let tool = staleguard::observation::snapshot_tool(self.session.page().format);
+        let tool = staleguard::internal::observation::snapshot_tool(self.session.page().format);
         let text = format!("staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.");
         let mut out = vec![to_client(&refusal(&parked.id, &text))];
         out.extend(self.drain_queue());
@@ -481,7 +484,7 @@ impl Relay {
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
             let page = self.session.page();
-            let unique = staleguard::observation::refs_unique(page.format);
+            let unique = staleguard::internal::observation::refs_unique(page.format);
             if self.options.guard && self.options.namespace_refs && !unique {
                 changed |= match scope_at_refs(result, doc, &reading, &text) {
                     Some(scoped) => scoped,
@@ -510,7 +513,11 @@ impl Relay {
     /// The reading of a result text: read once, shared by the tracker, the scope and the
     /// archive.
     fn read(&self, text: &str) -> std::sync::Arc<Reading> {
-        self.memo.reading(self.memo.key(text), text, Depth::Full)
+        let reader = Reader {
+            memo: &self.memo,
+            depth: Depth::Full,
+        };
+        reader.reading(self.memo.key(text), text)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.
@@ -655,7 +662,7 @@ fn push_text(result: &mut Value, text: String) {
 /// `fields[]`), replacing the value where it returns one.
 fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<String>) {
     let mut visit = |object: &mut Map<String, Value>| {
-        for key in staleguard::refs::REF_KEYS {
+        for key in staleguard::internal::refs::REF_KEYS {
             if let Some(Value::String(value)) = object.get_mut(*key) {
                 if let Some(new) = map(value) {
                     *value = new;
@@ -667,7 +674,7 @@ fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<Strin
         return;
     };
     visit(top);
-    for list in staleguard::refs::REF_LISTS {
+    for list in staleguard::internal::refs::REF_LISTS {
         if let Some(Value::Array(items)) = top.get_mut(*list) {
             items
                 .iter_mut()

@@ -429,9 +429,13 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
         browser_history_compaction: true,
         ..Config::default()
     };
-    let projected =
-        staleguard::project_request(&body, staleguard::RequestFormat::OpenAiChat, &config)
-            .expect("projects");
+    let projected = staleguard::project(
+        &body,
+        staleguard::RequestFormat::OpenAiChat,
+        &config,
+        staleguard::Options::default(),
+    )
+    .expect("projects");
     let collapsed: Vec<_> = projected
         .report()
         .results

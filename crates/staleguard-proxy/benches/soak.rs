@@ -230,9 +230,10 @@ fn cycle_plan(recordings: &[Recording]) -> Vec<Turn> {
 }
 
 /// The memo's estimate of what the readings of `texts` texts of `bytes` in all hold
-/// ([`staleguard::memo::weight_of`]).
+/// ([`staleguard::internal::memo::weight_of`]).
 fn memo_weight(texts: u64, bytes: u64) -> u64 {
-    staleguard::memo::ENTRY_BYTES * texts + staleguard::memo::BYTES_PER_TEXT_BYTE * bytes
+    staleguard::internal::memo::ENTRY_BYTES * texts
+        + staleguard::internal::memo::BYTES_PER_TEXT_BYTE * bytes
 }
 
 #[derive(Default)]
@@ -265,9 +266,14 @@ fn check_marking(recordings: &[Recording]) {
         let plain = rec.body.to_string();
         let marked = String::from_utf8(request(&rec.body, rec.messages().len(), 1)).expect("UTF-8");
         let collapsed = |body: &str| {
-            staleguard::project_request(body, RequestFormat::Auto, &config)
-                .map(|p| p.collapsed())
-                .unwrap_or_else(|e| panic!("soak: {} does not project: {e}", rec.name))
+            staleguard::project(
+                body,
+                RequestFormat::Auto,
+                &config,
+                staleguard::Options::default(),
+            )
+            .map(|p| p.collapsed())
+            .unwrap_or_else(|e| panic!("soak: {} does not project: {e}", rec.name))
         };
         let (a, b) = (collapsed(&plain), collapsed(&marked));
         if a != b {
@@ -412,7 +418,7 @@ async fn main() {
     let proxy = proxy(up, args.memo_bytes, config()).await;
     let memo = args.memo_bytes as u64;
     println!(
-        "soak: {} recordings ({}), {} requests per cycle (every session turn by turn), each cycle's tool results made new; memo intake per cycle <= {:.1} MiB (distinct result texts x the memo's weight rule, staleguard::memo::weight_of)",
+        "soak: {} recordings ({}), {} requests per cycle (every session turn by turn), each cycle's tool results made new; memo intake per cycle <= {:.1} MiB (distinct result texts x the memo's weight rule, staleguard::internal::memo::weight_of)",
         recordings.len(),
         DIRS.join(", "),
         plan.len(),

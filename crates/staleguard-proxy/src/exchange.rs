@@ -84,7 +84,7 @@ impl Exchange {
         self.outcome = outcome.label();
         self.format = outcome.format();
         self.bytes_out = bytes_out;
-        if let Outcome::Projected {
+        if let Outcome::Projection {
             collapsed,
             received,
             breakpoint,

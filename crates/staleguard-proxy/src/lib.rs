@@ -95,7 +95,7 @@ pub fn app(settings: Settings, client: reqwest::Client) -> Router {
 
 /// What the proxy did with a request body, for the response header, the log and the metrics.
 enum Outcome {
-    Projected {
+    Projection {
         collapsed: usize,
         /// Decoded bytes received.
         received: usize,
@@ -113,7 +113,7 @@ enum Outcome {
 impl Outcome {
     fn header(&self) -> Option<HeaderValue> {
         let text = match self {
-            Outcome::Projected {
+            Outcome::Projection {
                 collapsed, saved, ..
             } => {
                 format!("projected; collapsed={collapsed}; saved_bytes={saved}")
@@ -126,7 +126,7 @@ impl Outcome {
 
     fn format(&self) -> &'static str {
         match self {
-            Outcome::Projected { format, .. } => format.name(),
+            Outcome::Projection { format, .. } => format.name(),
             _ => "-",
         }
     }
@@ -134,7 +134,7 @@ impl Outcome {
     /// The `outcome` label of the requests metric.
     fn label(&self) -> &'static str {
         match self {
-            Outcome::Projected { .. } => "projected",
+            Outcome::Projection { .. } => "projected",
             Outcome::Passthrough(_) => "passthrough",
             Outcome::Untouched => "untouched",
         }
@@ -352,7 +352,7 @@ async fn rewrite(
 fn projected(headers: &mut HeaderMap, (len, p): (usize, Projection)) -> (Outgoing, Outcome) {
     headers.remove(header::CONTENT_ENCODING);
     let saved = len as i64 - p.body.len() as i64;
-    let outcome = Outcome::Projected {
+    let outcome = Outcome::Projection {
         collapsed: p.collapsed(),
         received: len,
         saved,
@@ -393,7 +393,7 @@ fn resumed(
         memo,
         ..Options::default()
     };
-    let projected = staleguard::project_resumed(text, format, config, &options);
+    let projected = staleguard::project_resumed_parts(&[text.as_bytes()], format, config, &options);
     Ok(projected.map(|p| (text.len(), p)))
 }
 

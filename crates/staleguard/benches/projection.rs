@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion, Throughput};
 use request::build_request;
 use serde_json::Value;
-use staleguard::{project_request, Config, RequestFormat};
+use staleguard::{Config, RequestFormat};
 
 #[path = "support/request.rs"]
 mod request;
@@ -36,15 +36,25 @@ fn config_full() -> Config {
 }
 
 fn project(body: &str) -> usize {
-    project_request(body, RequestFormat::OpenAiChat, &config())
-        .map(|p| p.body.len())
-        .unwrap_or(0)
+    staleguard::project(
+        body,
+        RequestFormat::OpenAiChat,
+        &config(),
+        staleguard::Options::default(),
+    )
+    .map(|p| p.body.len())
+    .unwrap_or(0)
 }
 
 fn project_full(body: &str) -> usize {
-    project_request(body, RequestFormat::OpenAiChat, &config_full())
-        .map(|p| p.body.len())
-        .unwrap_or(0)
+    staleguard::project(
+        body,
+        RequestFormat::OpenAiChat,
+        &config_full(),
+        staleguard::Options::default(),
+    )
+    .map(|p| p.body.len())
+    .unwrap_or(0)
 }
 
 /// The whole pipeline with a memo that has seen the request before (the proxy on the next
@@ -123,7 +133,13 @@ fn side_by_side(body: &str, rounds: usize) -> [f64; 6] {
 
 fn ratios() {
     let body = build_request();
-    let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
+    let projected = staleguard::project(
+        &body,
+        RequestFormat::OpenAiChat,
+        &config(),
+        staleguard::Options::default(),
+    )
+    .expect("projects");
     let results = projected.report().results.len();
     let [p, v, r, c, full, warm] = side_by_side(&body, 31);
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
@@ -160,7 +176,13 @@ fn ratios() {
 
 fn dump(dir: &Path) {
     let body = build_request();
-    let projected = project_request(&body, RequestFormat::OpenAiChat, &config()).expect("projects");
+    let projected = staleguard::project(
+        &body,
+        RequestFormat::OpenAiChat,
+        &config(),
+        staleguard::Options::default(),
+    )
+    .expect("projects");
     std::fs::create_dir_all(dir).expect("dump dir");
     std::fs::write(dir.join("request.json"), &body).expect("write request");
     std::fs::write(dir.join("projected.json"), &projected.body).expect("write projection");
@@ -171,7 +193,7 @@ fn dump(dir: &Path) {
 criterion_group!(benches, bench);
 
 /// One stage of the pipeline over a whole transcript.
-type Stage = fn(&staleguard::transcript::Transcript<'_>) -> usize;
+type Stage = fn(&staleguard::internal::transcript::Transcript<'_>) -> usize;
 
 fn main() {
     // `--profile-project` runs only projection, for a profiler.
@@ -192,9 +214,14 @@ fn main() {
             };
             for _ in 0..3 {
                 black_box(
-                    project_request(&body, RequestFormat::OpenAiChat, &config)
-                        .map(|p| p.body.len())
-                        .ok(),
+                    staleguard::project(
+                        &body,
+                        RequestFormat::OpenAiChat,
+                        &config,
+                        staleguard::Options::default(),
+                    )
+                    .map(|p| p.body.len())
+                    .ok(),
                 );
             }
             return;
@@ -212,14 +239,10 @@ fn main() {
     // whole request.
     if std::env::args().any(|a| a == "--profile-progress") {
         let body = build_request();
-        let transcript = staleguard::adapter::read_transcript(&body).expect("request");
+        let transcript = staleguard::internal::adapter::read_transcript(&body).expect("request");
         let stages: [(&str, Stage); 2] = [
-            ("progress::track", |t| {
-                staleguard::progress::track(t, &config_full()).steps.len()
-            }),
-            ("progress::steps", |t| {
-                staleguard::progress::steps(t, &config_full()).steps.len()
-            }),
+            ("progress::track", |t| replayed(t, false).steps.len()),
+            ("progress::steps", |t| replayed(t, true).steps.len()),
         ];
         for (name, stage) in stages {
             let started = std::time::Instant::now();
@@ -243,4 +266,22 @@ fn main() {
         Criterion::default().configure_from_args().final_summary();
     }
     ratios();
+}
+
+/// Progress over the whole transcript: counting only (as projection tracks it), or with
+/// refs, history and repeated submissions (as the guard does).
+fn replayed(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    counting: bool,
+) -> staleguard::Progress {
+    use staleguard::internal::{progress::Tracker, session::Session, tools::BrowserTools};
+    let config = config_full();
+    let tools = BrowserTools::new(&config.browser_tools);
+    let memo = staleguard::Memo::default();
+    let session = Session::build(transcript, &tools, &memo);
+    let tracker = match counting {
+        true => Tracker::counting(config.max_repeats),
+        false => Tracker::new(config.max_repeats),
+    };
+    tracker.replay(&session, |_, _, _, _| {}).into_progress()
 }

@@ -6,7 +6,7 @@
 //! For tools and tests that read a projected request and must tell staleguard's parts from
 //! the result's own (the CLI's `replay`, the integration tests).
 
-pub use crate::texts::{EVIDENCE_HEADER, GUIDANCE_HEADER};
+pub(crate) use crate::texts::{EVIDENCE_HEADER, GUIDANCE_HEADER};
 
 /// True when a content part is one staleguard appended.
 pub fn is_appendix(part: &str) -> bool {

@@ -121,7 +121,7 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
 }
 
 /// Strict on/off parsing: anything else is `None`, never on.
-pub fn parse_switch(value: &str) -> Option<bool> {
+pub(crate) fn parse_switch(value: &str) -> Option<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "on" | "true" | "1" | "yes" => Some(true),
         "off" | "false" | "0" | "no" => Some(false),

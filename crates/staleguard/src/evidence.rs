@@ -18,13 +18,14 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::memo::Memo;
 use crate::projection::{Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
 use crate::texts;
 use crate::urlnorm::normalise;
 
-pub use crate::texts::EVIDENCE_HEADER;
+pub(crate) use crate::texts::EVIDENCE_HEADER;
 
 /// An evidence item named by the host: a quote it wants kept, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +40,7 @@ pub struct EvidenceItem {
 
 /// A chunk of page text as the browser returned it.
 #[derive(Debug, Clone)]
-pub struct Chunk<'t> {
+pub(crate) struct Chunk<'t> {
     /// The URL of the page it was read on.
     pub url: &'t str,
     /// `url`, normalised once for all the chunks of a page (and kept with its reading).
@@ -64,7 +65,7 @@ pub struct Chunk<'t> {
 /// What evidence asks of a chunk's text: computed once per result text (and kept with its
 /// reading across requests), because every collapsed page is weighed again on every turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChunkFacts {
+pub(crate) struct ChunkFacts {
     /// Worth quoting: a number, or a phrase of a few words; not a bare label.
     pub quotable: bool,
     /// It holds a date (a month name and a year).
@@ -78,8 +79,8 @@ pub struct ChunkFacts {
 /// The evidence facts of a page's chunks, and in how many of its quotable chunks each word
 /// occurs.
 #[derive(Debug, Default)]
-pub struct PageFacts {
-    /// One per chunk: the tree's chunks, then its read-backs' (as [`Reading::chunk_words`](crate::Reading::chunk_words) orders them).
+pub(crate) struct PageFacts {
+    /// One per chunk: the tree's chunks, then its read-backs' (as [`PageWords`] orders them).
     pub chunks: Vec<ChunkFacts>,
     /// Word hash to the number of quotable chunks that hold it.
     pub frequency: HashMap<u64, u32, Words>,
@@ -113,6 +114,62 @@ impl PageFacts {
         }
         facts
     }
+}
+
+/// What evidence derives from one page's reading: the words of every chunk of its tree
+/// (read-back chunks after them), their facts, and the page's URL as evidence compares URLs.
+/// Kept in the memo by the page's content key: every collapsed page is weighed again on
+/// every turn.
+#[derive(Debug)]
+pub(crate) struct PageWords {
+    /// Bytes of the text it was derived from: a kept one of another size is another page's.
+    bytes: usize,
+    /// Each chunk's words, as [`word_hashes`] gives them.
+    pub(crate) words: Vec<Box<[u64]>>,
+    pub(crate) facts: PageFacts,
+    /// The page URL, normalised; empty when the page names none.
+    pub(crate) url_key: Box<str>,
+}
+
+impl PageWords {
+    fn of(step: &Step<'_>) -> PageWords {
+        let (reading, text) = (&step.reading, step.text);
+        let tree = reading.tree(text);
+        let chunks = || {
+            let read_backs = tree.read_backs.iter().map(|r| &r.text);
+            tree.chunks.iter().chain(read_backs).map(|c| c.get(text))
+        };
+        let words: Vec<Box<[u64]>> = chunks().map(word_hashes).collect();
+        let facts = PageFacts::of(chunks(), &words);
+        let url = reading.header.as_ref().and_then(|h| h.url.as_deref());
+        PageWords {
+            bytes: text.len(),
+            words,
+            facts,
+            url_key: normalise(url.unwrap_or("")).into(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let words = self.words.iter().map(|w| w.len() * 8).sum::<usize>();
+        let boxes = self.words.capacity() * std::mem::size_of::<Box<[u64]>>();
+        std::mem::size_of::<Self>() + words + boxes + self.facts.heap_bytes() + self.url_key.len()
+    }
+}
+
+/// The words and facts of `step`'s page, derived once per text.
+pub(crate) fn page_words<'s>(memo: &Memo, step: &'s Step<'_>) -> &'s PageWords {
+    // Never used: evidence is the one analysis that derives from a step.
+    static EMPTY: std::sync::LazyLock<PageWords> = std::sync::LazyLock::new(|| PageWords {
+        bytes: 0,
+        words: Vec::new(),
+        facts: PageFacts::default(),
+        url_key: "".into(),
+    });
+    let same = |p: &PageWords| p.bytes == step.text.len();
+    let weigh = |p: &PageWords| p.heap_bytes() as u64;
+    step.derived(memo, same, || PageWords::of(step), weigh)
+        .unwrap_or(&EMPTY)
 }
 
 /// Month names, as dates on pages spell them.
@@ -190,7 +247,7 @@ pub struct EvidenceReport {
 
 /// The caps of the evidence track.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Bytes of quote lines on the track (the config's `evidence_max_bytes`).
     pub max_bytes: usize,
     /// Quotes on the track (`evidence_max_items`).
@@ -202,7 +259,7 @@ pub struct Limits {
 
 /// The host's quotes that grounded, before the request budget is applied.
 #[derive(Debug, Default)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Grounded explicit items within the caps.
     pub quotes: Vec<Quote>,
     /// Over the per-quote limit: refused whole.
@@ -242,7 +299,7 @@ impl Candidate<'_> {
 
 /// Grounds explicit items in every chunk, dedups them and applies the caps. The collapsed
 /// pages' own quotes are not chosen here: they are written inside them (SPEC 9, C2).
-pub fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
+pub(crate) fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
     let mut selection = Selection::default();
     let mut grounded = Vec::new();
     for item in explicit {
@@ -352,7 +409,7 @@ fn word_iter(text: &str) -> impl Iterator<Item = &str> {
 /// The words of `text` (see `word_iter`), each hashed (64-bit xxh3 of its lower-cased form),
 /// sorted and distinct: ranking only compares words, and a hash costs no allocation for
 /// ASCII words.
-pub fn word_hashes(text: &str) -> Box<[u64]> {
+pub(crate) fn word_hashes(text: &str) -> Box<[u64]> {
     let mut out: Vec<u64> = word_iter(text).map(word_hash).collect();
     out.sort_unstable();
     out.dedup();
@@ -384,21 +441,21 @@ fn word_hash(w: &str) -> u64 {
 }
 
 /// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
-pub fn line(quote: &Quote) -> String {
+pub(crate) fn line(quote: &Quote) -> String {
     line_of(&quote.source_url, &quote.observation, &quote.quote)
 }
 
 pub(crate) fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
     format!(
         r#"{{"source_url":{},"observation":{},"quote":{}}}"#,
-        crate::adapter::json_string(&neutralise(source_url)),
-        crate::adapter::json_string(observation),
-        crate::adapter::json_string(&neutralise(quote))
+        crate::json::json_string(&neutralise(source_url)),
+        crate::json::json_string(observation),
+        crate::json::json_string(&neutralise(quote))
     )
 }
 
 /// The block: header, quote lines, notices.
-pub fn render(quotes: &[Quote], notices: &[String]) -> String {
+pub(crate) fn render(quotes: &[Quote], notices: &[String]) -> String {
     let mut out = String::from(EVIDENCE_HEADER);
     for q in quotes {
         out.push('\n');
@@ -412,7 +469,7 @@ pub fn render(quotes: &[Quote], notices: &[String]) -> String {
 }
 
 /// The notice for quotes refused by the per-quote limit.
-pub fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<String> {
+pub(crate) fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<String> {
     let first = refused.first()?;
     Some(texts::quotes_refused(
         refused.len(),
@@ -424,13 +481,13 @@ pub fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<Strin
 }
 
 /// The notice for quotes omitted by the request budget.
-pub fn omitted_notice(omitted: usize) -> String {
+pub(crate) fn omitted_notice(omitted: usize) -> String {
     texts::quotes_omitted(omitted)
 }
 
 /// Applies the request budget: the most quotes (in rank order) whose block still fits, as
 /// told by `fits`. Room for the omission notice is reserved first, so it never goes missing.
-pub fn fit(
+pub(crate) fn fit(
     selection: Selection,
     max_quote_bytes: usize,
     fits: impl Fn(&str) -> bool,
@@ -470,21 +527,24 @@ pub fn fit(
 }
 
 /// The browser results explicit items ground in.
-#[derive(Debug, Default)]
-pub struct Gathered<'t> {
+#[derive(Debug)]
+pub(crate) struct Gathered<'t> {
+    memo: &'t Memo,
     /// Every non-failed browser result.
     sources: Vec<&'t Step<'t>>,
 }
 
 impl<'t> Gathered<'t> {
     /// Every chunk of every non-failed browser result.
-    pub fn all(&self) -> impl Iterator<Item = Chunk<'t>> + '_ {
-        self.sources.iter().flat_map(|step| chunks_of(step))
+    pub(crate) fn all(&self) -> impl Iterator<Item = Chunk<'t>> + '_ {
+        self.sources
+            .iter()
+            .flat_map(|step| chunks_of(self.memo, step))
     }
 }
 
 /// The browser results of `session` that the plan did not find failed.
-pub fn gather<'t>(session: &'t Session<'t>, plan: &Plan) -> Gathered<'t> {
+pub(crate) fn gather<'t>(session: &'t Session<'t>, plan: &Plan) -> Gathered<'t> {
     let sources = session
         .steps
         .iter()
@@ -492,12 +552,18 @@ pub fn gather<'t>(session: &'t Session<'t>, plan: &Plan) -> Gathered<'t> {
         .filter(|(_, r)| r.status != Status::Failed)
         .map(|(step, _)| step)
         .collect();
-    Gathered { sources }
+    Gathered {
+        memo: session.memo,
+        sources,
+    }
 }
 
 /// The page text of one browser result: an observation's chunks, or a read-back's.
-pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> impl Iterator<Item = Chunk<'t>> + 't {
-    let page = PageChunks::of(step);
+pub(crate) fn chunks_of<'t>(
+    memo: &Memo,
+    step: &'t Step<'t>,
+) -> impl Iterator<Item = Chunk<'t>> + 't {
+    let page = PageChunks::of(memo, step);
     (0..page.len()).filter_map(move |i| page.get(i))
 }
 
@@ -505,9 +571,10 @@ pub(crate) fn chunks_of<'t>(step: &'t Step<'t>) -> impl Iterator<Item = Chunk<'t
 /// chunks score too little to be looked at on a later turn.
 pub(crate) struct PageChunks<'t> {
     step: &'t Step<'t>,
-    tree: &'t crate::session::TreeParts,
+    tree: &'t crate::reading::TreeParts,
     words: &'t [Box<[u64]>],
     facts: &'t [ChunkFacts],
+    url_key: &'t str,
     /// Where this page's chunks start in `words` and `facts`: read-backs follow the tree's
     /// chunks there.
     first: usize,
@@ -515,10 +582,11 @@ pub(crate) struct PageChunks<'t> {
 }
 
 impl<'t> PageChunks<'t> {
-    pub(crate) fn of(step: &'t Step<'t>) -> PageChunks<'t> {
+    pub(crate) fn of(memo: &Memo, step: &'t Step<'t>) -> PageChunks<'t> {
         let reading = &step.reading;
         let tree = reading.tree(step.text);
-        let words = reading.chunk_words(step.text);
+        let page = page_words(memo, step);
+        let words = &page.words;
         // The tree's chunks on a page, else the read-backs'.
         let (first, count) = match reading.header {
             Some(_) => (0, tree.chunks.len()),
@@ -528,7 +596,8 @@ impl<'t> PageChunks<'t> {
             step,
             tree,
             words,
-            facts: &reading.page_facts(step.text).chunks,
+            facts: &page.facts.chunks,
+            url_key: &page.url_key,
             first,
             len: count.min(words.len().saturating_sub(first)),
         }
@@ -560,7 +629,7 @@ impl<'t> PageChunks<'t> {
             let chunk = self.tree.chunks.get(i)?;
             return Some(Chunk {
                 url: header.url.as_deref().unwrap_or(""),
-                key: Cow::Borrowed(reading.url_key()),
+                key: Cow::Borrowed(self.url_key),
                 observation,
                 document: self.tree.observation_id.as_ref().map(|p| p.get(text)),
                 text: chunk.get(text),
@@ -591,7 +660,7 @@ impl<'t> PageChunks<'t> {
 /// qualifies: text appended to an older one would move when the session goes on, and SPEC 9
 /// C1 freezes everything before the newest browser result. `None` when nothing qualifies,
 /// or when the target already carries a block (a projected request).
-pub fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
+pub(crate) fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
     let live = plan.results.iter().any(|r| r.status == Status::Live);
     let mut newest_first = session.steps.iter().zip(&plan.results).rev();
     let (step, _) = if live {

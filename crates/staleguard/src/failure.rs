@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 /// True when `text` reads as a failed result, whatever the observation format.
-pub fn is_failed(text: &str) -> bool {
+pub(crate) fn is_failed(text: &str) -> bool {
     let text = text.trim_start_matches('\u{feff}').trim_start();
     let text = strip_repeated_call(text);
     starts_with_failure(text) || has_error_section(text) || is_failed_batch(text)
@@ -97,7 +97,7 @@ fn is_failed_batch(text: &str) -> bool {
 }
 
 /// `[verified:...]` and `[UNVERIFIED...]` lines, which receipts keep.
-pub fn is_verification_line(line: &str) -> bool {
+pub(crate) fn is_verification_line(line: &str) -> bool {
     line.starts_with("[verified:") || line.starts_with("[UNVERIFIED")
 }
 

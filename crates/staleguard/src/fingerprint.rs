@@ -17,11 +17,11 @@ impl Fingerprint {
     }
 }
 
-pub use crate::observation::Node;
+pub(crate) use crate::observation::Node;
 
 /// A digest of a page's nodes, in order, with their depth: what the fingerprint takes of
 /// the tree. Computed once per tree (and once per merged page).
-pub fn digest(nodes: &[Node]) -> u128 {
+pub(crate) fn digest(nodes: &[Node]) -> u128 {
     // One buffer hashed at once: a streaming hasher costs more per node than a node's bytes.
     let mut bytes = Vec::with_capacity(nodes.len() * 21);
     for n in nodes {
@@ -36,7 +36,7 @@ pub fn digest(nodes: &[Node]) -> u128 {
 /// rooted at a node the base page has (`- <changed> list [ref=e7]:`); inside them,
 /// `ref=eN [unchanged]` stands for the base page's subtree at that ref. Each changed subtree
 /// replaces the base subtree with its root's ref; one the base lacks is added at the end.
-pub fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
+pub(crate) fn merge(base: &[Node], diff: &[Node]) -> Vec<Node> {
     let expanded = expand(base, diff);
     let mut merged = base.to_vec();
     let mut rest = expanded.as_slice();
@@ -106,7 +106,7 @@ fn expand(base: &[Node], diff: &[Node]) -> Vec<Node> {
 /// The fingerprint of a page: its current tab and tab count, URL, title, document, and
 /// either its tree's [`digest`] (aria formats) or its controls and text (`flat`, formats
 /// without a tree).
-pub fn of_parts(
+pub(crate) fn of_parts(
     tab: &str,
     tabs: usize,
     url: &str,

@@ -9,12 +9,10 @@
 
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::progress::{self, Element, Progress, Tracker};
 use crate::session::Session;
 use crate::texts;
 use crate::tools::BrowserTools;
-use crate::transcript::Transcript;
 
 /// Why a call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +54,7 @@ impl Verdict {
     }
 }
 
-pub use crate::refs::targets;
+pub(crate) use crate::refs::targets;
 
 /// The call's own description of its target (`element`), lower-cased.
 fn description(arguments: &str) -> Option<String> {
@@ -92,49 +90,22 @@ pub fn proposed_call(call: &Value) -> Option<(String, String)> {
     Some((name, arguments.unwrap_or_else(|| "{}".into())))
 }
 
-/// Asks the guard about a call proposed after the whole `transcript`.
-pub fn check(transcript: &Transcript<'_>, name: &str, arguments: &str, config: &Config) -> Verdict {
-    let tools = BrowserTools::new(&config.browser_tools);
-    let session = Session::build(transcript, &tools, None);
-    check_session(&session, name, arguments, &tools, config.max_repeats)
-}
-
-/// The verdict on every browser call of `transcript`, each against the transcript as it
-/// stood before that call: `(item index, verdict)`.
-pub fn verdicts(transcript: &Transcript<'_>, config: &Config) -> Vec<(usize, Verdict)> {
-    let tools = BrowserTools::new(&config.browser_tools);
-    let session = Session::build(transcript, &tools, None);
-    verdicts_in(&session, &tools, config.max_repeats).1
-}
-
-/// Asks the guard about a call proposed after the whole `session`.
-pub fn check_session(
-    session: &Session<'_>,
-    name: &str,
-    arguments: &str,
-    tools: &BrowserTools,
-    max_repeats: u32,
-) -> Verdict {
-    let tracker = Tracker::new(max_repeats).replay(session, |_, _, _, _| {});
-    check_in(&tracker, name, arguments, tools)
-}
-
 /// The verdict on every browser call of `session`, each against the session as it stood
 /// before that call: `(item index, verdict)`; and the progress of the same replay.
-pub fn verdicts_in(
+pub fn verdicts(
     session: &Session<'_>,
     tools: &BrowserTools,
     max_repeats: u32,
 ) -> (Progress, Vec<(usize, Verdict)>) {
     let mut out = Vec::new();
     let tracker = Tracker::new(max_repeats).replay(session, |tracker, at, name, args| {
-        out.push((at, check_in(tracker, name, args, tools)));
+        out.push((at, check(tracker, name, args, tools)));
     });
     (tracker.into_progress(), out)
 }
 
 /// Asks the guard about a call, given the session so far.
-pub fn check_in(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTools) -> Verdict {
+pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTools) -> Verdict {
     if !tools.is_browser(name) {
         return Verdict::Allow { note: None };
     }

@@ -41,81 +41,73 @@
 //! [`Config`] and returns a [`Projection`]: the [`Body`] to send (read as a `str`, or sent
 //! as the [`BodyChunk`]s a resumed request shares with the memo), a [`ResultReport`] per
 //! browser result (its [`Status`], URL, title, bytes, refs withheld), what the evidence
-//! track kept ([`EvidenceReport`]), page fingerprints and no-progress counts, and, when
-//! [`Options`] ask for them, the guard's [`Verdict`] on every browser call.
-//! [`project_request`] and [`project_request_with`] are the short forms without options. A
-//! body that cannot be read is an [`Error`], never a panic.
+//! track kept ([`EvidenceReport`]), page fingerprints and no-progress counts ([`Progress`]),
+//! and, when [`Options`] ask for them, the guard's [`Verdict`] on every browser call. A body
+//! that cannot be read is an [`Error`], never a panic. A host that projects many requests
+//! under one config keeps an [`Engine`], which also answers the guard's question about one
+//! proposed call ([`Engine::check_call`]).
 //!
 //! The answer depends on the body, the config and the evidence items named alone: a
 //! [`Memo`] only saves work, so a host may keep one across requests (and any number of
-//! copies of a host may run side by side) without answering differently. With one,
-//! [`project_resumed`] answers only the next turn of a session the memo has seen (about a
-//! millisecond for a megabyte, from the checkpoint the earlier turn left), with what
-//! [`project`] would: a server can run it where the request arrived and give only the rest
-//! a thread of its own, as the proxy does. [`project_resumed_parts`] takes the body as the
-//! frames it arrived in, and copies and reads as text only the bytes after the checkpoint.
+//! copies of a host may run side by side) without answering differently. With one, the
+//! next turn of a session the memo has seen resumes from the checkpoint the earlier turn
+//! left (about a millisecond for a megabyte). [`project_resumed_parts`] takes such a body as
+//! the frames it arrived in, and copies and reads as text only the bytes after the
+//! checkpoint: a server can run it where the request arrived and give only the rest a
+//! thread of its own, as the proxy does.
 //!
-//! # The pipeline, and the modules for hosts
-//!
-//! ```text
-//! body --adapter--> Transcript --Session::build--> Session (one Reading per result text)
-//!      --projection, progress, evidence, guard--> edits --adapter--> body
-//! ```
-//!
-//! The modules stay public for the hosts that drive the stages themselves (the MCP guard,
-//! the CLI, the proxy) and for tests; each says who it is for. [`adapter`] reads and writes
-//! the wire formats into a [`transcript`]; [`session`] reads every browser result once
-//! ([`Session`], [`Reading`], cached by [`memo`]); [`observation`] holds the format
-//! detectors and the aria grammar, [`refs`] the ref grammar; [`projection`], [`progress`],
-//! [`evidence`] and [`guard`] are the analyses, [`receipt`], [`appendix`] and [`archive`]
-//! what they write; [`tools`] says which calls are browser calls; [`config`] loads the
-//! settings.
+//! What the hosts of this workspace and the tests need beyond this sits in [`internal`],
+//! which is not part of the stable interface. ARCHITECTURE.md says how the crate is built.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
-pub mod adapter;
-pub mod appendix;
-pub mod archive;
+mod adapter;
+mod appendix;
+mod archive;
 mod body;
-mod checkpoint;
-pub mod config;
+mod config;
 mod error;
-pub mod evidence;
+mod evidence;
 mod failure;
 mod fingerprint;
-pub mod guard;
-pub mod memo;
-pub mod observation;
+mod guard;
+mod json;
+mod memo;
+mod observation;
 mod page_refs;
 mod pipeline;
-pub mod progress;
-pub mod projection;
-pub mod receipt;
-pub mod refs;
-pub mod session;
+mod progress;
+mod projection;
+mod reading;
+mod receipt;
+mod refs;
+mod result_lines;
+mod session;
 mod texts;
-pub mod tools;
-pub mod transcript;
+mod tools;
+mod transcript;
 mod urlnorm;
 mod written;
 
-// The main API: everything a caller that projects needs.
+pub mod internal;
+
 // Project a request body, and read what happened to it:
-pub use pipeline::{
-    project, project_request, project_request_with, project_resumed, project_resumed_parts,
-    CallVerdict, Options, Projected, Projection,
-};
+pub use pipeline::{project, project_resumed_parts, CallVerdict, Engine, Options, Projection};
 // What it reads, and why a body or a config cannot be read:
 pub use adapter::{Breakpoint, RequestFormat};
 pub use body::{Body, BodyChunk};
 pub use config::Config;
 pub use error::{ConfigError, Error};
-// What a projection reports: per result, evidence, page fingerprints, the guard's verdicts:
-pub use evidence::{EvidenceItem, EvidenceReport};
+// What a projection reports: per result, evidence, progress, the guard's verdicts:
+pub use evidence::{DropReason, EvidenceItem, EvidenceReport, Quote};
 pub use fingerprint::Fingerprint;
 pub use guard::{Refusal, Verdict};
+pub use progress::{Progress, RepeatedSubmission, Step as ProgressStep};
 pub use projection::{Plan, ResultReport, Status};
-// For hosts that keep readings across requests or drive a session step by step:
+pub use transcript::Edit;
+// Kept across requests by a host:
 pub use memo::Memo;
-pub use session::{Reading, Session};
+// The texts staleguard writes into a request, for hosts and tests that recognise them:
+pub use texts::{ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, RECEIPT_TAG, STALE_NOTICE};

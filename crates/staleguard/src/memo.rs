@@ -1,22 +1,22 @@
-//! A memo across requests: what the analyses derived from a result's text, keyed by a
-//! 128-bit hash of its bytes and bounded by size.
+//! A memo across requests: a bounded, content-addressed store of what the stages derive
+//! from result texts, shared by the requests of a host. It names no analysis: each stage
+//! keeps its own values in it, keyed by the content key of the text they were derived from
+//! (and a context of the stage's choosing), and the pipeline keeps its saved state in a slot.
 //!
 //! An agent sends the same history again on every turn, so nearly every result of a request
-//! was read one request ago. The memo only saves work: a [`Reading`] depends on the text
-//! alone, so every answer is the same with the memo cold, warm or off, and a host that
-//! keeps one answers no differently for having seen a session.
+//! was read one request ago. The memo only saves work: every value kept depends on the key
+//! alone, so every answer is the same with the memo cold, warm or off, and a host that keeps
+//! one answers no differently for having seen a session.
 //!
 //! For hosts that serve many requests: the proxy keeps one [`Memo`] (re-exported at the
 //! crate root) for all of them and passes it in [`Options::memo`](crate::Options::memo); the
 //! MCP guard reads each result through one as it passes.
 
-use std::sync::Arc;
+use std::any::{Any, TypeId};
+use std::sync::{Arc, Mutex};
 
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
-
-use crate::checkpoint::Checkpoints;
-use crate::session::{Depth, Reading};
 
 /// The default bound: 256 MiB of derived data: the readings of at least 20 MB of results,
 /// their evidence scores, and the checkpoints of about twenty sessions of a megabyte.
@@ -27,8 +27,7 @@ pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 /// ref (72), a chunk (24), its word hashes and their counts, and the lines of Chrome DevTools
 /// MCP trees are short (26 bytes on a recorded long page, which holds 7.1 times its text).
 /// Estimated up front, because a cache entry may not change its weight; a test holds every
-/// recorded result and pages denser than any recorded one to it
-/// ([`Reading::heap_bytes`](crate::session::Reading::heap_bytes) at most this).
+/// recorded result and pages denser than any recorded one to it.
 pub fn weight_of(text_bytes: usize) -> u64 {
     ENTRY_BYTES + BYTES_PER_TEXT_BYTE * text_bytes as u64
 }
@@ -41,53 +40,59 @@ pub(crate) fn table_bytes<K, V>(capacity: usize) -> usize {
 
 /// The fixed part of [`weight_of`].
 pub const ENTRY_BYTES: u64 = 1024;
-
 /// The part of [`weight_of`] for each byte of text.
 pub const BYTES_PER_TEXT_BYTE: u64 = 8;
 
+/// Which share of the bound a kept value counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// Values derived from one text: most of the bound.
+    Texts,
+    /// Many small values per text (one per context): a sixteenth of the bound, so that they
+    /// never push the texts' values out.
+    Small,
+}
+
+/// The share of the memo's bound that [`Share::Small`] values may take.
+const SMALL_SHARE: usize = 16;
+/// The share of the memo's bound that slots may take: the pipeline's checkpoints hold
+/// a session's history and its projection each, so the default bound holds those of about
+/// twenty sessions of a megabyte.
+const SLOTS_SHARE: usize = 4;
+
+/// A kept value: which stage's type it is, and what it was derived from.
+type Key = (TypeId, u128, u128);
+
+/// A kept value, type-erased, with the weight its stage gave it.
 #[derive(Clone)]
-struct ByBytes;
-
-/// Evidence scores of a page in one context, by the page's content key and the context's.
-type ScoresKey = (u128, u128);
+struct Entry {
+    value: Arc<dyn Any + Send + Sync>,
+    weight: u64,
+}
 
 #[derive(Clone)]
-struct ScoreBytes;
+struct ByWeight;
 
-impl Weighter<ScoresKey, Arc<[u32]>> for ScoreBytes {
-    fn weight(&self, _key: &ScoresKey, scores: &Arc<[u32]>) -> u64 {
-        SCORES_ENTRY_BYTES + 4 * scores.len() as u64
+impl Weighter<Key, Entry> for ByWeight {
+    fn weight(&self, _key: &Key, entry: &Entry) -> u64 {
+        entry.weight
     }
 }
 
-/// Bytes of a kept list of scores besides its own: its key, the shared pointer's counts
-/// and the cache's entry.
-const SCORES_ENTRY_BYTES: u64 = 96;
-
-/// The share of the memo's bound that scores may take. A page is weighed in the same
-/// context on every later turn; a page text that recurs in a session is weighed in a
-/// context per place.
-const SCORES_SHARE: usize = 16;
-
-/// The share of the memo's bound that checkpoints may take: a session keeps one, holding
-/// its history's bytes and their projection, so the default bound holds those of about
-/// twenty sessions of a megabyte (and the readings of their new results).
-const CHECKPOINTS_SHARE: usize = 4;
-
-impl Weighter<u128, Arc<Reading>> for ByBytes {
-    fn weight(&self, _key: &u128, reading: &Arc<Reading>) -> u64 {
-        weight_of(reading.bytes)
-    }
+/// State a stage keeps in a slot of the memo: one value per type, within the slots' share.
+pub(crate) trait Slot: Any + Send + Sync {
+    /// Bytes it holds now.
+    fn weight(&self) -> usize;
 }
 
-/// A bounded, content-addressed memo of [`Reading`]s, shared by the requests of a host.
+/// A slot, as kept: its value, and the same value as `Any` to find it by type.
+type KeptSlot = (Arc<dyn Slot>, Arc<dyn Any + Send + Sync>);
+
+/// A bounded, content-addressed store shared by the requests of a host.
 pub struct Memo {
-    cache: Cache<u128, Arc<Reading>, ByBytes>,
-    /// Evidence scores per page and context, within a sixteenth of the bound.
-    scores: Cache<ScoresKey, Arc<[u32]>, ScoreBytes>,
-    /// The analyses' state where recent requests' frozen history ends, within a quarter of
-    /// the bound.
-    pub(crate) checkpoints: Checkpoints,
+    texts: Cache<Key, Entry, ByWeight>,
+    small: Cache<Key, Entry, ByWeight>,
+    slots: Mutex<Vec<KeptSlot>>,
     /// Requests projected from a checkpoint on.
     resumed: std::sync::atomic::AtomicU64,
     max_bytes: usize,
@@ -99,8 +104,8 @@ pub struct Memo {
 impl std::fmt::Debug for Memo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memo")
-            .field("entries", &self.cache.len())
-            .field("weight", &self.cache.weight())
+            .field("entries", &self.texts.len())
+            .field("weight", &self.texts.weight())
             .field("max_bytes", &self.max_bytes)
             .finish()
     }
@@ -112,21 +117,24 @@ impl Memo {
         // quick_cache sizes its table from an estimate of the entry count: results are
         // rarely under 1 KB.
         let items = (max_bytes / 4096).clamp(16, 1 << 20);
-        let scores_bytes = max_bytes / SCORES_SHARE;
-        let checkpoint_bytes = max_bytes / CHECKPOINTS_SHARE;
-        let scores_items = (scores_bytes / 512).clamp(16, 1 << 20);
+        let small_bytes = max_bytes / SMALL_SHARE;
+        let slot_bytes = max_bytes / SLOTS_SHARE;
+        let small_items = (small_bytes / 512).clamp(16, 1 << 20);
+        let texts_bytes = max_bytes - small_bytes - slot_bytes;
         Memo {
-            cache: Cache::with_weighter(
-                items,
-                (max_bytes - scores_bytes - checkpoint_bytes) as u64,
-                ByBytes,
-            ),
-            scores: Cache::with_weighter(scores_items, scores_bytes as u64, ScoreBytes),
-            checkpoints: Checkpoints::new(checkpoint_bytes),
+            texts: Cache::with_weighter(items, texts_bytes as u64, ByWeight),
+            small: Cache::with_weighter(small_items, small_bytes as u64, ByWeight),
+            slots: Mutex::new(Vec::new()),
             resumed: Default::default(),
             max_bytes,
             seed: random_seed(),
         }
+    }
+
+    /// A memo for one request of `body_bytes` and nothing after it: room for everything
+    /// derived from its results, without the table of a host's memo.
+    pub fn for_request(body_bytes: usize) -> Memo {
+        Memo::new(body_bytes.saturating_mul(32).saturating_add(1 << 20))
     }
 
     /// The key of `text` in this memo: a seeded 128-bit hash of its bytes.
@@ -134,38 +142,59 @@ impl Memo {
         content_key(text, self.seed)
     }
 
-    /// The reading of `text`, whose [`key`](Self::key) is `key`: the one kept, or a new
-    /// one, kept from now on.
-    pub fn reading(&self, key: u128, text: &str, depth: Depth) -> Arc<Reading> {
-        if let Some(found) = self.cache.get(&key).filter(|r| r.bytes == text.len()) {
-            // 128 bits make a collision unlikely; the length check (see `Reading::bytes`)
-            // makes a wrong hit on text of another size impossible.
+    /// The value of type `T` kept for content `key` in `context`: the one kept when `valid`
+    /// accepts it, or `make`'s, kept from now on under the weight `weigh` gives it (a value
+    /// heavier than its whole share is used once and not kept).
+    pub(crate) fn kept<T: Any + Send + Sync>(
+        &self,
+        share: Share,
+        (key, context): (u128, u128),
+        valid: impl Fn(&T) -> bool,
+        make: impl FnOnce() -> T,
+        weigh: impl FnOnce(&T) -> u64,
+    ) -> Arc<T> {
+        let cache = match share {
+            Share::Texts => &self.texts,
+            Share::Small => &self.small,
+        };
+        let at = (TypeId::of::<T>(), key, context);
+        let found = cache.get(&at).and_then(|e| e.value.downcast::<T>().ok());
+        if let Some(found) = found.filter(|v| valid(v)) {
             return found;
         }
-        let reading = Arc::new(depth.read(text));
-        // A reading larger than the whole memo is used once and not kept.
-        if weight_of(text.len()) <= self.max_bytes as u64 {
-            self.cache.insert(key, reading.clone());
+        let value = Arc::new(make());
+        let weight = weigh(&value);
+        if weight <= cache.capacity() {
+            let entry = Entry {
+                value: value.clone(),
+                weight,
+            };
+            cache.insert(at, entry);
         }
-        reading
+        value
     }
 
-    /// The evidence scores of the page whose key is `key` in the context whose hash is
-    /// `context`, `len` of them: the ones kept, or `score`'s, kept from now on.
-    pub(crate) fn scores(
-        &self,
-        key: u128,
-        context: u128,
-        len: usize,
-        score: impl FnOnce() -> Arc<[u32]>,
-    ) -> Arc<[u32]> {
-        let at = (key, context);
-        if let Some(found) = self.scores.get(&at).filter(|s| s.len() == len) {
+    /// The slot of type `T`, made by `make` (given the slots' share of the bound in bytes)
+    /// on first use.
+    pub(crate) fn slot<T: Slot>(&self, make: impl FnOnce(usize) -> T) -> Arc<T> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let found = slots
+            .iter()
+            .find_map(|(_, any)| any.clone().downcast::<T>().ok());
+        if let Some(found) = found {
             return found;
         }
-        let scores = score();
-        self.scores.insert(at, scores.clone());
-        scores
+        let made = Arc::new(make(self.max_bytes / SLOTS_SHARE));
+        slots.push((made.clone(), made.clone()));
+        made
+    }
+
+    /// The slot of type `T` if one was made, taken out, the rest of the memo dropped.
+    pub(crate) fn into_slot<T: Slot>(self) -> Option<T> {
+        let slots = self.slots.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (slot, any) = slots.into_iter().find(|(_, any)| any.is::<T>())?;
+        drop(slot);
+        Arc::into_inner(any.downcast::<T>().ok()?)
     }
 
     /// How many requests were projected from a checkpoint on: the next turn of a session
@@ -180,13 +209,6 @@ impl Memo {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The checkpoints this memo keeps, taken out with the weight it counts for each, the
-    /// rest of the memo dropped: a test drops them one by one and counts what that frees.
-    #[doc(hidden)]
-    pub fn into_checkpoints(self) -> Vec<(Box<dyn std::any::Any>, usize)> {
-        self.checkpoints.into_kept()
-    }
-
     /// The seed of [`key`](Self::key).
     pub fn seed(&self) -> u64 {
         self.seed
@@ -194,17 +216,19 @@ impl Memo {
 
     /// Entries kept.
     pub fn len(&self) -> usize {
-        self.cache.len()
+        self.texts.len() + self.small.len()
     }
 
     /// True when nothing is kept.
     pub fn is_empty(&self) -> bool {
-        self.cache.is_empty()
+        self.len() == 0
     }
 
     /// Estimated bytes kept, never more than the bound.
     pub fn weight(&self) -> u64 {
-        self.cache.weight() + self.scores.weight() + self.checkpoints.weight() as u64
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots: usize = slots.iter().map(|(slot, _)| slot.weight()).sum();
+        self.texts.weight() + self.small.weight() + slots as u64
     }
 }
 
@@ -228,20 +252,23 @@ pub(crate) fn random_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
-    use std::sync::Arc;
 
-    use super::Memo;
+    use super::{Memo, Share};
 
-    /// A page weighed in many contexts (the same page text at forty places of a session) is
-    /// scored once per context: later requests find every one.
+    /// A value kept in many contexts (the same page text at forty places of a session) is
+    /// made once per context: later requests find every one.
     #[test]
-    fn scores_are_kept_per_page_and_context() {
+    fn values_are_kept_per_key_and_context() {
         let memo = Memo::new(1 << 20);
         let computed = Cell::new(0);
         let ask = |context: u128, len: usize| {
-            memo.scores(7, context, len, || {
+            let make = || {
                 computed.set(computed.get() + 1);
-                Arc::from(vec![context as u32; len])
+                vec![context as u32; len]
+            };
+            let valid = |v: &Vec<u32>| v.len() == len;
+            memo.kept(Share::Small, (7, context), valid, make, |v| {
+                96 + 4 * v.len() as u64
             })
         };
         for _ in 0..2 {
@@ -250,9 +277,18 @@ mod tests {
             }
         }
         assert_eq!(computed.get(), 40);
-        // Scores of another length are another page's, whatever the key says.
+        // A kept value that its stage does not accept is made again.
         assert_eq!(ask(0, 4).len(), 4);
         assert_eq!(computed.get(), 41);
         assert!(memo.weight() > 0);
+    }
+
+    /// Values of two types under one key are two values.
+    #[test]
+    fn types_do_not_share_a_key() {
+        let memo = Memo::new(1 << 20);
+        let a = memo.kept(Share::Texts, (1, 0), |_| true, || 5u32, |_| 8);
+        let b = memo.kept(Share::Texts, (1, 0), |_| true, || "five", |_| 8);
+        assert_eq!((*a, *b), (5, "five"));
     }
 }

@@ -14,8 +14,17 @@ use hashbrown::hash_table::{Entry, HashTable};
 
 use crate::observation::aria::ref_hash;
 use crate::observation::Node;
-use crate::progress::Element;
-use crate::session::{Reading, RefPiece};
+use crate::reading::{Reading, RefPiece};
+
+/// An element a ref named on a page: role and name. Short strings are kept inline: a page
+/// has thousands of refs, and the guard keeps one of these for each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    /// Its aria role (`button`, `link`, ...).
+    pub role: CompactString,
+    /// Its accessible name.
+    pub name: CompactString,
+}
 
 /// The refs of a page. Cloning shares it.
 #[derive(Clone, Default)]
@@ -195,7 +204,7 @@ impl std::fmt::Debug for PageRefs {
 #[cfg(test)]
 mod tests {
     use crate::progress::Tracker;
-    use crate::session::Reading;
+    use crate::reading::Reading;
     use std::sync::Arc;
 
     const FULL: &str = "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- generic [ref=e1]:\n  - button \"Button 1\" [ref=e2]\n  - link \"Old offer\" [ref=e4]\n```";

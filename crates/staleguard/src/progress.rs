@@ -9,26 +9,12 @@
 
 use std::sync::Arc;
 
-use compact_str::CompactString;
-
-use crate::config::Config;
 use crate::fingerprint::{self, Fingerprint, Node};
 use crate::observation::TreeKind;
-pub use crate::page_refs::PageRefs;
-use crate::session::{Event, Header, Reading, Session, Tab, TreeParts};
+pub(crate) use crate::page_refs::{Element, PageRefs};
+use crate::reading::{Header, Reading, Tab, TreeParts};
+use crate::session::{Event, Session};
 use crate::texts;
-use crate::tools::BrowserTools;
-use crate::transcript::Transcript;
-
-/// An element a ref named on a page: role and name. Short strings are kept inline: a page
-/// has thousands of refs, and the guard keeps one of these for each.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Element {
-    /// Its aria role (`button`, `link`, ...).
-    pub role: CompactString,
-    /// Its accessible name.
-    pub name: CompactString,
-}
 
 /// What a browser result told about the page.
 enum Applied {
@@ -591,39 +577,6 @@ impl Tracker {
         }
         self.current = self.page.fingerprint();
     }
-}
-
-/// The no-progress steps of a transcript's browser results.
-pub fn steps(transcript: &Transcript<'_>, config: &Config) -> Progress {
-    let tools = BrowserTools::new(&config.browser_tools);
-    steps_in(
-        &Session::build(transcript, &tools, None),
-        config.max_repeats,
-    )
-}
-
-/// Progress over a whole transcript, repeated submissions included.
-pub fn track(transcript: &Transcript<'_>, config: &Config) -> Progress {
-    let tools = BrowserTools::new(&config.browser_tools);
-    track_in(
-        &Session::build(transcript, &tools, None),
-        config.max_repeats,
-    )
-}
-
-/// The no-progress steps of a session: what [`track_in`] gives, without refs, history or
-/// repeated submissions.
-pub fn steps_in(session: &Session<'_>, max_repeats: u32) -> Progress {
-    Tracker::counting(max_repeats)
-        .replay(session, |_, _, _, _| {})
-        .progress
-}
-
-/// Progress over a whole session, repeated submissions included.
-pub fn track_in(session: &Session<'_>, max_repeats: u32) -> Progress {
-    Tracker::new(max_repeats)
-        .replay(session, |_, _, _, _| {})
-        .progress
 }
 
 /// The guidance that goes with a refused repeated submission.

@@ -10,8 +10,11 @@
 
 use std::sync::Arc;
 
+use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
+use crate::receipt;
 use crate::session::{Session, Step};
+use crate::transcript::Edit;
 
 /// What a browser result is, after projection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,19 +75,6 @@ pub struct ResultReport {
     pub images_dropped: usize,
 }
 
-/// A replacement of one result's content.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    /// Index of the item in the transcript.
-    pub item: usize,
-    /// The new text of the result (image parts are dropped), or, when `append` is set,
-    /// text added after the result's own content, which stays byte-identical. Shared: a
-    /// report of a long session lists thousands, and checkpoints keep them.
-    pub text: Arc<str>,
-    /// Add `text` after the result's content instead of replacing it (evidence, guidance).
-    pub append: bool,
-}
-
 /// The outcome of projection: a report per browser result, and the edits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -116,7 +106,13 @@ pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
     let mut plan = Plan::default();
     for (i, step) in session.steps.iter().enumerate() {
         let collapse = step.tree_kind().is_some() && live_from.is_some_and(|start| i < start);
-        let report = report(step, collapse, receipt_max_bytes, &mut plan.edits);
+        let report = report(
+            session.memo,
+            step,
+            collapse,
+            receipt_max_bytes,
+            &mut plan.edits,
+        );
         plan.results.push(report);
     }
     plan
@@ -124,7 +120,7 @@ pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
 
 /// Index (in `steps`) where the live page state starts: the newest observation, or, when
 /// that is an incremental diff, the last full tree it updates.
-pub fn live_start(steps: &[Step<'_>]) -> Option<usize> {
+pub(crate) fn live_start(steps: &[Step<'_>]) -> Option<usize> {
     let newest = steps.iter().rposition(|s| s.tree_kind().is_some())?;
     if steps[newest].tree_kind() != Some(TreeKind::Diff) {
         return Some(newest);
@@ -141,6 +137,7 @@ pub fn live_start(steps: &[Step<'_>]) -> Option<usize> {
 }
 
 fn report(
+    memo: &Memo,
     step: &Step<'_>,
     collapse: bool,
     receipt_max_bytes: usize,
@@ -151,7 +148,7 @@ fn report(
     let mut bytes_after = step.text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
     let receipt = collapse
-        .then(|| reading.receipt(step.tool, step.images, receipt_max_bytes))
+        .then(|| receipt_of(memo, step, receipt_max_bytes))
         .flatten();
     if let (Some(collapsed), Some(header)) = (receipt, &reading.header) {
         bytes_after = collapsed.len();
@@ -181,6 +178,50 @@ fn report(
     }
 }
 
+/// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
+/// on every later turn, nearly always by the same tool under the same config.
+struct KeptReceipt {
+    tool: Box<str>,
+    images: usize,
+    max_bytes: usize,
+    text: String,
+}
+
+/// The collapsed form of `step`'s observation, rendered once for its text, tool, images
+/// and bound, and kept in the memo; `None` when it names no page.
+fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> {
+    let reading = &step.reading;
+    let header = reading.header.as_ref()?;
+    let (tool, images) = (step.tool, step.images);
+    let render = || {
+        let input = receipt::ReceiptInput {
+            id: &reading.id,
+            tool,
+            header,
+            images_dropped: images + header.images,
+        };
+        let text = receipt::collapse_with(&input, &reading.verification, max_bytes);
+        KeptReceipt {
+            tool: tool.into(),
+            images,
+            max_bytes,
+            text,
+        }
+    };
+    let mut context = xxhash_rust::xxh3::Xxh3::new();
+    context.update(tool.as_bytes());
+    context.update(&images.to_le_bytes());
+    context.update(&max_bytes.to_le_bytes());
+    let same = |k: &KeptReceipt| (&*k.tool, k.images, k.max_bytes) == (tool, images, max_bytes);
+    let weigh = |k: &KeptReceipt| (RECEIPT_ENTRY_BYTES + k.tool.len() + k.text.capacity()) as u64;
+    let at = (step.key, context.digest128());
+    let kept = memo.kept(Share::Texts, at, same, render, weigh);
+    Some(kept.text.clone())
+}
+
+/// Bytes of a kept receipt besides its text and tool: the entry, its key and counts.
+const RECEIPT_ENTRY_BYTES: usize = 128;
+
 fn status_of(s: &Step<'_>, collapse: bool) -> Status {
     if s.failed {
         return Status::Failed;
@@ -192,5 +233,54 @@ fn status_of(s: &Step<'_>, collapse: bool) -> Status {
         (_, Some(_)) => Status::Live,
         (Some(o), None) if o.kind == TreeKind::Report => Status::PageReport,
         _ => Status::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::{read_request, RequestFormat};
+    use crate::reading::{Depth, Reader};
+    use crate::tools::{BrowserTools, DEFAULT_BROWSER_TOOLS};
+
+    /// A kept receipt is only reused for the inputs it was rendered for.
+    #[test]
+    fn kept_receipts_match_a_fresh_rendering() {
+        let page = "### Page state\n- Page URL: http://a.test/\n- Page Title: A\n```yaml\n- button \"Go\" [ref=e1]\n```";
+        let body = serde_json::json!({"messages": [
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "browser_click", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": page},
+        ]})
+        .to_string();
+        let (request, _, _) = read_request(&body, RequestFormat::OpenAiChat).expect("request");
+        let tools = BrowserTools::new(DEFAULT_BROWSER_TOOLS);
+        let memo = Memo::for_request(0);
+        let reader = Reader {
+            memo: &memo,
+            depth: Depth::Header,
+        };
+        let session = Session::read(request.transcript(), &tools, reader);
+        let step = &session.steps[0];
+        let fresh = |tool: &'static str, images: usize, max: usize| {
+            let mut alone = step.clone();
+            (alone.tool, alone.images) = (tool, images);
+            receipt_of(&Memo::for_request(0), &alone, max)
+        };
+        let cases = [
+            ("browser_click", 0, 4096),
+            ("browser_snapshot", 0, 4096),
+            ("browser_click", 2, 4096),
+            ("browser_click", 0, 40),
+            ("browser_click", 0, 4096),
+        ];
+        for (tool, images, max) in cases {
+            let mut asked = step.clone();
+            (asked.tool, asked.images) = (tool, images);
+            let kept = receipt_of(&memo, &asked, max);
+            let whole = max < 100 || kept.as_deref().is_some_and(|r| r.contains(tool));
+            assert!(whole, "{kept:?}");
+            assert_eq!(kept, fresh(tool, images, max), "{tool} {images} {max}");
+        }
     }
 }

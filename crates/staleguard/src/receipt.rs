@@ -13,39 +13,17 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use crate::failure::{is_verification_line, line_at};
+use crate::reading::Header;
 use crate::refs::neutralise;
-use crate::session::Header;
-use crate::texts::{self, CUT_MARKER};
+use crate::texts::CUT_MARKER;
 
-pub use crate::texts::{RECEIPT_TAG, STALE_NOTICE};
-
-const MAX_VERIFICATION_LINES: usize = 8;
+pub(crate) use crate::texts::{RECEIPT_TAG, STALE_NOTICE};
 
 /// Bytes of the action a receipt names; a longer one is left out.
 const ACTION_MAX_BYTES: usize = 48;
-const MAX_VERIFICATION_BYTES: usize = 1024;
-
-/// A short observation ID: 8 hex digits of a hash of the result text. It names the
-/// observation itself, so it stays the same when the transcript grows or is trimmed, and
-/// whether or not the MCP guard scoped its refs on the way (`d3e7` reads as `e7`), so the
-/// proxy's receipt, the guard's refusal and `browser_history` name one page alike.
-pub fn observation_id(text: &str) -> String {
-    let text = crate::refs::unscoped(text);
-    let hash = (xxhash_rust::xxh3::xxh3_64(text.as_bytes()) >> 32) as u32;
-    // `format!("{hash:08x}")`, without the formatting machinery: this runs for every result.
-    let digit = |i: u32| {
-        b"0123456789abcdef"
-            .get(((hash >> (28 - 4 * i)) & 0xf) as usize)
-            .copied()
-    };
-    (0..8)
-        .map(|i| char::from(digit(i).unwrap_or(b'0')))
-        .collect()
-}
 
 /// What a receipt says about one observation.
-pub struct ReceiptInput<'o> {
+pub(crate) struct ReceiptInput<'o> {
     /// Its short ID ([`observation_id`]).
     pub id: &'o str,
     /// The browser tool that produced it.
@@ -57,8 +35,14 @@ pub struct ReceiptInput<'o> {
 }
 
 /// Renders the collapsed form of an observation whose original text is `original`.
-pub fn collapse(input: &ReceiptInput<'_>, original: &str, max_receipt_bytes: usize) -> String {
-    collapse_with(input, &verification_lines(original), max_receipt_bytes)
+#[cfg(test)]
+pub(crate) fn collapse(
+    input: &ReceiptInput<'_>,
+    original: &str,
+    max_receipt_bytes: usize,
+) -> String {
+    let lines = crate::result_lines::verification_lines(original);
+    collapse_with(input, &lines, max_receipt_bytes)
 }
 
 /// [`collapse`], given the original's [`verification_lines`].
@@ -80,7 +64,7 @@ pub(crate) fn collapse_with(
 
 /// The receipt line, at most `max_bytes` bytes. Page-supplied strings are JSON-quoted and
 /// neutralised, so a title cannot end the line, fake a field or carry a live ref.
-pub fn receipt_line(input: &ReceiptInput<'_>, max_bytes: usize) -> String {
+pub(crate) fn receipt_line(input: &ReceiptInput<'_>, max_bytes: usize) -> String {
     let obs = input.header;
     // One buffer for the whole line: a request can collapse thousands of observations.
     let mut line = Vec::with_capacity(256);
@@ -144,7 +128,7 @@ fn cut_middle_owned(s: String, max: usize) -> String {
 
 /// Cuts the middle out of `s` so it fits `max` bytes, with a visible marker, never
 /// splitting a UTF-8 character.
-pub fn cut_middle(s: &str, max: usize) -> String {
+pub(crate) fn cut_middle(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
@@ -170,52 +154,12 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// The original's `[verified:` / `[UNVERIFIED` lines, in order, at most 8 lines and 1 KB,
-/// then a visible count of any left out. Lines are kept whole or left out.
-pub fn verification_lines(original: &str) -> Vec<String> {
-    let mut kept = Vec::new();
-    let (mut bytes, mut omitted) = (0, 0);
-    for at in bracket_line_starts(original) {
-        let line = line_at(original, at);
-        if !is_verification_line(line) {
-            continue;
-        }
-        let line = neutralise(line.trim_end_matches('\r'));
-        if kept.len() < MAX_VERIFICATION_LINES && bytes + line.len() <= MAX_VERIFICATION_BYTES {
-            bytes += line.len();
-            kept.push(line.into_owned());
-        } else {
-            omitted += 1;
-        }
-    }
-    if omitted > 0 {
-        kept.push(texts::verification_lines_omitted(omitted));
-    }
-    kept
-}
-
-/// Finds a line that starts with `[`, as both kinds of verification line do, so one pass
-/// finds both. `[` alone would stop at every ref of a tree.
-static LINE_BRACKET: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("\n["));
-
-/// Offsets of the lines of `text` that start with `[`, in order.
-fn bracket_line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
-    let first = text.starts_with('[').then_some(0);
-    first
-        .into_iter()
-        .chain(LINE_BRACKET.find_iter(text.as_bytes()).map(|at| at + 1))
-}
-
-/// True when a result text is already a collapsed observation.
-pub fn is_collapsed(text: &str) -> bool {
-    text.starts_with(RECEIPT_TAG) && text.contains(STALE_NOTICE)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::observation::TreeKind;
     use crate::refs::has_ref_token;
+    use crate::result_lines::{observation_id, verification_lines};
 
     fn obs(title: &str) -> Header {
         Header {

@@ -40,7 +40,7 @@ pub const REF_LISTS: &[&str] = &["fields", "elements"];
 
 /// The objects of a call's arguments whose [`REF_KEYS`] name refs: the arguments
 /// themselves, then each item of a [`REF_LISTS`] array.
-pub fn ref_holders(
+pub(crate) fn ref_holders(
     args: &serde_json::Map<String, Value>,
 ) -> impl Iterator<Item = &serde_json::Map<String, Value>> {
     let items = REF_LISTS
@@ -78,7 +78,7 @@ pub fn targets(arguments: &str) -> Vec<String> {
 
 /// The page a call names (Chrome DevTools MCP's `pageId`, a number or a string), which scopes
 /// its refs: a uid is resolved on that page's newest snapshot.
-pub fn page_id(arguments: &str) -> Option<String> {
+pub(crate) fn page_id(arguments: &str) -> Option<String> {
     if !arguments.contains("pageId") {
         return None;
     }
@@ -96,7 +96,7 @@ pub fn page_id_of(value: &Value) -> Option<String> {
 }
 
 /// `@e12` tokens (agent-browser commands such as `click @e4`): the ids, without the `@`.
-pub fn at_refs(text: &str) -> Vec<String> {
+pub(crate) fn at_refs(text: &str) -> Vec<String> {
     text.match_indices('@')
         .filter_map(|(i, _)| {
             let tail = at_ref(text.get(i..)?)?;
@@ -166,7 +166,7 @@ pub fn split_scoped(scoped: &str) -> Option<(u32, &str)> {
 /// ours (`ref=d3e7`) becomes the server's (`ref=e7`). An observation's ID is taken over this
 /// form, so the page the MCP guard relayed with scoped refs and the page the model was sent
 /// have one ID. Text without such tokens is borrowed unchanged.
-pub fn unscoped(text: &str) -> Cow<'_, str> {
+pub(crate) fn unscoped(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut out = String::new();
     let mut done = 0;

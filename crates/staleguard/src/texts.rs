@@ -30,11 +30,11 @@ pub const STALE_NOTICE: &str =
     "[staleguard] Stale: its refs are not actionable; the newest observation is current.";
 
 /// The visible marker where the middle of a receipt line over its byte cap was cut out.
-pub const CUT_MARKER: &str = " …[receipt cut]… ";
+pub(crate) const CUT_MARKER: &str = " …[receipt cut]… ";
 
 /// The last verification line of a collapsed observation, after the receipt and stale
 /// notice, when `omitted` of the original's verification lines did not fit the caps.
-pub fn verification_lines_omitted(omitted: usize) -> String {
+pub(crate) fn verification_lines_omitted(omitted: usize) -> String {
     format!("[staleguard] {omitted} more verification line(s) omitted.")
 }
 
@@ -57,7 +57,7 @@ pub const GUIDANCE_HEADER: &str = "[staleguard progress]";
 
 /// The notice for quotes refused whole by the per-quote limit: `count` of them, the first
 /// `first_bytes` long, from `observation` at `source_url` (JSON-quoted and neutralised).
-pub fn quotes_refused(
+pub(crate) fn quotes_refused(
     count: usize,
     max_quote_bytes: usize,
     first_bytes: usize,
@@ -70,12 +70,12 @@ pub fn quotes_refused(
 }
 
 /// The notice for `dropped` older quotes taken off the track to keep it within its caps.
-pub fn quotes_dropped_by_caps(dropped: usize) -> String {
+pub(crate) fn quotes_dropped_by_caps(dropped: usize) -> String {
     format!("[staleguard] {dropped} older quote(s) dropped to stay within the evidence caps.")
 }
 
 /// The notice for `omitted` quotes left out by the request byte budget.
-pub fn quotes_omitted(omitted: usize) -> String {
+pub(crate) fn quotes_omitted(omitted: usize) -> String {
     format!("[staleguard] {omitted} quote(s) omitted to keep the request within its byte budget. Read back the page to check those facts before relying on them.")
 }
 
@@ -85,7 +85,7 @@ pub fn quotes_omitted(omitted: usize) -> String {
 
 /// The guidance appended to the newest browser result when the session is stalled: the
 /// page (with fingerprint `fingerprint`) has not changed for `no_progress` browser steps.
-pub fn stalled_guidance(no_progress: u32, fingerprint: &str) -> String {
+pub(crate) fn stalled_guidance(no_progress: u32, fingerprint: &str) -> String {
     format!(
         "{GUIDANCE_HEADER} The observed page has not changed for {no_progress} browser steps (page fingerprint {fingerprint}). Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
     )
@@ -93,7 +93,7 @@ pub fn stalled_guidance(no_progress: u32, fingerprint: &str) -> String {
 
 /// The guidance that goes with a refused repeated submission (the MCP guard appends it to
 /// the refusal it returns).
-pub fn submission_guidance() -> String {
+pub(crate) fn submission_guidance() -> String {
     format!(
         "{GUIDANCE_HEADER} This submission was already made, and the page does not show that it failed. Read back the requested outcome on the page before doing anything else. If it is not there, choose a different method or hand control to the user. Do not repeat a possible submission (submit, place order, pay, send, confirm, book, delete)."
     )
@@ -101,11 +101,11 @@ pub fn submission_guidance() -> String {
 
 /// Why a submission counts as repeated: the page has the same fingerprint as when the same
 /// action was taken. Ends the guard's [`repeated_submission`] refusal.
-pub const SUBMISSION_ON_UNCHANGED_PAGE: &str = "the page is unchanged since the same action";
+pub(crate) const SUBMISSION_ON_UNCHANGED_PAGE: &str = "the page is unchanged since the same action";
 
 /// Why a submission counts as repeated: a later page confirmed the earlier one. Ends the
 /// guard's [`repeated_submission`] refusal.
-pub const SUBMISSION_ALREADY_CONFIRMED: &str = "a page confirmed the earlier submission";
+pub(crate) const SUBMISSION_ALREADY_CONFIRMED: &str = "a page confirmed the earlier submission";
 
 // ---------------------------------------------------------------------------------------
 // Guard (SPEC 5): the error result of a refused browser call, and notes on allowed ones.
@@ -113,28 +113,28 @@ pub const SUBMISSION_ALREADY_CONFIRMED: &str = "a page confirmed the earlier sub
 
 /// A refusal as the model reads it, in the error result that replaces the call's result:
 /// the fixed prefix, then `message` (one of the reasons below).
-pub fn refusal(message: &str) -> String {
+pub(crate) fn refusal(message: &str) -> String {
     format!("staleguard refused this call: {message}")
 }
 
 /// Refusal reason: the newest page state has no inline tree (a file-linked snapshot, a
 /// navigation or another page selected since the newest one); `tool` takes a fresh one.
-pub fn needs_snapshot(tool: &str) -> String {
+pub(crate) fn needs_snapshot(tool: &str) -> String {
     format!("The page changed since the newest snapshot (it navigated, another page was opened or selected, or its newest state came without an inline snapshot), so its refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.")
 }
 
 /// Refusal reason: the call acts on page `page`, but the newest snapshot is of page `newest`.
-pub fn other_page(page: &str, newest: &str, tool: &str) -> String {
+pub(crate) fn other_page(page: &str, newest: &str, tool: &str) -> String {
     format!("the call acts on page {page}, but the newest snapshot is of page {newest}, so page {page}'s refs are unknown. Take a fresh snapshot of page {page} ({tool}) and act on the refs it shows.")
 }
 
 /// Refusal reason: ref `id` is on no page the model has seen.
-pub fn unknown_ref(id: &str) -> String {
+pub(crate) fn unknown_ref(id: &str) -> String {
     format!("ref {id} is not on the newest page. Act only on refs from the newest snapshot.")
 }
 
 /// Refusal reason: ref `id` is only on an older, collapsed page, `observation` at `url`.
-pub fn stale_ref(id: &str, observation: &str, url: &str) -> String {
+pub(crate) fn stale_ref(id: &str, observation: &str, url: &str) -> String {
     format!(
         "ref {id} comes from an older page (observation {observation} at {url}); it is stale and not on the newest page. Act on the newest snapshot."
     )
@@ -142,13 +142,13 @@ pub fn stale_ref(id: &str, observation: &str, url: &str) -> String {
 
 /// How refusals and notes name an element: its role, then its name quoted, e.g.
 /// `button "Place order"`.
-pub fn element(role: &str, name: &str) -> String {
+pub(crate) fn element(role: &str, name: &str) -> String {
     format!("{role} {name:?}")
 }
 
 /// Refusal reason: ref `id` now names element `now` (see [`element`]), but the call
 /// describes `then`, which it named on an older page, `observation` at `url`.
-pub fn reused_ref(id: &str, now: &str, then: &str, observation: &str, url: &str) -> String {
+pub(crate) fn reused_ref(id: &str, now: &str, then: &str, observation: &str, url: &str) -> String {
     format!(
         "ref {id} now names {now} on the newest page; it named {then} on an older page (observation {observation} at {url}). Take the ref from the newest snapshot."
     )
@@ -156,7 +156,7 @@ pub fn reused_ref(id: &str, now: &str, then: &str, observation: &str, url: &str)
 
 /// The note on an allowed call whose ref `id` named another element on an older page and
 /// whose arguments give no description to tell which one is meant.
-pub fn ambiguous_ref(id: &str, now: &str, then: &str, observation: &str) -> String {
+pub(crate) fn ambiguous_ref(id: &str, now: &str, then: &str, observation: &str) -> String {
     format!(
         "ref {id} names {now} now and named {then} on observation {observation}; the call gives no description."
     )
@@ -165,7 +165,7 @@ pub fn ambiguous_ref(id: &str, now: &str, then: &str, observation: &str) -> Stri
 /// Refusal reason: `tool` on the submit-like `element` (see [`element`]) repeats an earlier
 /// submission, for `reason` ([`SUBMISSION_ON_UNCHANGED_PAGE`] or
 /// [`SUBMISSION_ALREADY_CONFIRMED`]).
-pub fn repeated_submission(tool: &str, element: &str, reason: &str) -> String {
+pub(crate) fn repeated_submission(tool: &str, element: &str, reason: &str) -> String {
     format!(
         "this repeats the {tool} on {element} ({reason}). Read back the requested outcome on the page first; do not submit again unless the page shows the first one failed."
     )
@@ -179,12 +179,12 @@ pub fn repeated_submission(tool: &str, element: &str, reason: &str) -> String {
 pub const ARCHIVE_TAG: &str = "[staleguard archive]";
 
 /// The archive list when no browser observation is kept yet.
-pub fn archive_empty() -> String {
+pub(crate) fn archive_empty() -> String {
     format!("{ARCHIVE_TAG} No browser observation yet.")
 }
 
 /// The first line of the archive list, over `count` observations.
-pub fn archive_list_head(count: usize) -> String {
+pub(crate) fn archive_list_head(count: usize) -> String {
     format!(
         "{ARCHIVE_TAG} {count} browser observations, oldest first. They are read-only: the refs of every page but the newest are stale and cannot be acted on. Read one by its id; act only on the newest snapshot."
     )
@@ -192,15 +192,15 @@ pub fn archive_list_head(count: usize) -> String {
 
 /// One line of the archive list, after its head: ID, age ([`steps_old`] or
 /// [`ARCHIVE_NEWEST`]), title and URL (both JSON-quoted and neutralised).
-pub fn archive_list_line(id: &str, age: &str, title: &str, url: &str) -> String {
+pub(crate) fn archive_list_line(id: &str, age: &str, title: &str, url: &str) -> String {
     format!("\n- {id} | {age} | title {title} | {url}")
 }
 
 /// The age of the newest observation in the archive list.
-pub const ARCHIVE_NEWEST: &str = "newest";
+pub(crate) const ARCHIVE_NEWEST: &str = "newest";
 
 /// The age of an observation `n` browser steps back, in the archive list and banners.
-pub fn steps_old(n: usize) -> String {
+pub(crate) fn steps_old(n: usize) -> String {
     match n {
         1 => "1 step old".into(),
         n => format!("{n} steps old"),
@@ -210,7 +210,7 @@ pub fn steps_old(n: usize) -> String {
 /// An observation as archive banners name it: ID, and URL and title JSON-quoted and
 /// neutralised.
 #[derive(Debug, Clone, Copy)]
-pub struct Named<'a> {
+pub(crate) struct Named<'a> {
     pub id: &'a str,
     pub url: &'a str,
     pub title: &'a str,
@@ -218,7 +218,12 @@ pub struct Named<'a> {
 
 /// The banner over an observation read back from the archive that is no longer the newest:
 /// `age` ([`steps_old`]), the observation that superseded it, and the newest.
-pub fn stale_banner(entry: Named<'_>, age: &str, next: Named<'_>, newest: Named<'_>) -> String {
+pub(crate) fn stale_banner(
+    entry: Named<'_>,
+    age: &str,
+    next: Named<'_>,
+    newest: Named<'_>,
+) -> String {
     format!(
         "{ARCHIVE_TAG} STALE observation {} of {} (title {}), {age}. It was superseded by observation {} of {} (title {}); the newest is {} of {}. This copy is read-only: every ref in it is neutralised and cannot be acted on. Take a fresh snapshot (browser_snapshot) before acting.",
         entry.id, entry.url, entry.title, next.id, next.url, next.title, newest.id, newest.url,
@@ -226,7 +231,7 @@ pub fn stale_banner(entry: Named<'_>, age: &str, next: Named<'_>, newest: Named<
 }
 
 /// The banner over the newest observation read back from the archive.
-pub fn newest_banner(entry: Named<'_>) -> String {
+pub(crate) fn newest_banner(entry: Named<'_>) -> String {
     format!(
         "{ARCHIVE_TAG} Observation {} of {} (title {}) is the newest the model has seen. This copy is read-only: its refs are neutralised. Act on the refs of the snapshot itself, or take a fresh one (browser_snapshot).",
         entry.id, entry.url, entry.title

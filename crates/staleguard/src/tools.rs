@@ -8,7 +8,7 @@ use wildmatch::WildMatch;
 
 /// Default patterns: Playwright MCP, Chrome DevTools MCP, agent-browser and a tool named
 /// `browser`. MCP prefixes (`mcp__playwright__`, `playwright__`) are stripped before matching.
-pub const DEFAULT_BROWSER_TOOLS: &[&str] = &[
+pub(crate) const DEFAULT_BROWSER_TOOLS: &[&str] = &[
     "browser",
     "browser_*",
     "agent_browser*",
@@ -42,7 +42,7 @@ pub const HISTORY_TOOL: &str = "browser_history";
 
 /// True for a tool of staleguard's own (behind any MCP prefix): reading its history acts on
 /// no page, so it is no browser step for progress and no page state for the guard.
-pub fn is_own(name: &str) -> bool {
+pub(crate) fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
@@ -75,7 +75,7 @@ impl BrowserTools {
 /// `mcp_<server>_<tool>` what follows each `_` after `mcp_`, because a server's name may
 /// hold a `_` itself (`mcp_browser_click` is `click` of server `browser`,
 /// `mcp_pw_browser_click` is `browser_click` of server `pw`).
-pub fn bare_names(name: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn bare_names(name: &str) -> impl Iterator<Item = &str> {
     let claude = Some(strip_mcp_prefix(name)).filter(|&n| n != name);
     let gemini = name
         .strip_prefix("mcp_")
@@ -90,7 +90,7 @@ pub fn bare_names(name: &str) -> impl Iterator<Item = &str> {
 }
 
 /// `mcp__playwright__browser_click` and `playwright__browser_click` name `browser_click`.
-pub fn strip_mcp_prefix(name: &str) -> &str {
+pub(crate) fn strip_mcp_prefix(name: &str) -> &str {
     // A byte search: `rfind` with a string pattern sets up a full substring searcher, and
     // this runs for every tool result.
     match name.as_bytes().windows(2).rposition(|w| w == b"__") {

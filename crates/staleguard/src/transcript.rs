@@ -113,3 +113,16 @@ impl<'a> Transcript<'a> {
         }
     }
 }
+
+/// A replacement of one result's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    /// Index of the item in the transcript.
+    pub item: usize,
+    /// The new text of the result (image parts are dropped), or, when `append` is set,
+    /// text added after the result's own content, which stays byte-identical. Shared: a
+    /// report of a long session lists thousands, and checkpoints keep them.
+    pub text: std::sync::Arc<str>,
+    /// Add `text` after the result's content instead of replacing it (evidence, guidance).
+    pub append: bool,
+}

@@ -2,7 +2,7 @@
 //! only in scheme or host case, a default port, a trailing slash on the path, or a fragment.
 
 /// The normal form of `url`. Text that is not an absolute URL is returned trimmed.
-pub fn normalise(url: &str) -> String {
+pub(crate) fn normalise(url: &str) -> String {
     let url = url.trim();
     let url = url.split('#').next().unwrap_or(url);
     let Some((scheme, rest)) = url.split_once("://") else {

@@ -10,12 +10,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::evidence::{chunks_of, line_of, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER};
-use crate::memo::{table_bytes, Memo};
-use crate::projection::{Edit, Plan, Status};
+use crate::evidence::{
+    chunks_of, line_of, page_words, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER,
+};
+use crate::memo::{table_bytes, Memo, Share};
+use crate::projection::{Plan, Status};
 use crate::refs::neutralise;
 use crate::session::{Session, Step};
 use crate::texts;
+use crate::transcript::Edit;
 use crate::transcript::{Item, Role, Transcript};
 
 /// Maps keyed by page text or its word hashes, which a page chooses: hashed with a random
@@ -46,6 +49,10 @@ const RARE_MAX_CHUNKS: usize = 3;
 /// task, or one number or identifier it names.
 const MIN_PAGE_SCORE: u32 = 6;
 
+/// Bytes of a kept list of scores besides its own: its key, the shared pointer's counts
+/// and the cache's entry.
+const SCORES_ENTRY_BYTES: u64 = 96;
+
 /// `weight`, shared among the `df` chunks that hold the word: a word on every line of a
 /// page singles nothing out.
 fn rarity(weight: u32, df: usize) -> u32 {
@@ -59,7 +66,7 @@ fn rarity(weight: u32, df: usize) -> u32 {
 /// The evidence a request carries: blocks inside collapsed observations, and parts after
 /// the newest browser result before a question.
 #[derive(Debug, Default)]
-pub struct Written {
+pub(crate) struct Written {
     /// Text to add inside the collapsed content of a result (after its receipt).
     pub inside: Vec<(usize, String)>,
     /// Parts to append to a result (quotes that answer a later question).
@@ -100,7 +107,8 @@ pub(crate) enum Block {
 /// Chooses the quotes of the collapsed observations and follow-up questions of `session`
 /// from `choice` on, taking in the events after transcript item `done` (all, without), and
 /// gives the quotes chosen. With `snapshot`, also gives the choice as it was after every
-/// event at or before that item. A `memo` keeps each page's scores across requests.
+/// event at or before that item. The session's memo keeps each page's scores across
+/// requests.
 pub(crate) fn choose_from(
     transcript: &Transcript<'_>,
     session: &Session<'_>,
@@ -108,17 +116,16 @@ pub(crate) fn choose_from(
     mut choice: Choice,
     done: Option<usize>,
     snapshot: Option<usize>,
-    memo: Option<&Memo>,
 ) -> (Chosen, Option<Choice>) {
     let events = Events::of(transcript, session, plan);
     let new = done.map_or(0, |done| events.order.partition_point(|e| e.at() <= done));
     let events = &events.order[new..];
     let Some(cut) = snapshot else {
-        choice.run(transcript, session, plan, events, memo);
+        choice.run(transcript, session, plan, events);
         return (choice.state, None);
     };
     let (before, after) = events.split_at(events.partition_point(|e| e.at() <= cut));
-    choice.run(transcript, session, plan, before, memo);
+    choice.run(transcript, session, plan, before);
     // A request resumed from here reads nothing before the cut again: the user's words and
     // the pages up to it are taken in now, as the next event would take them in anyway.
     choice.read_task(transcript, cut + 1);
@@ -130,7 +137,7 @@ pub(crate) fn choose_from(
         return (chosen, Some(choice));
     }
     let kept = choice.clone();
-    choice.run(transcript, session, plan, after, memo);
+    choice.run(transcript, session, plan, after);
     (choice.state, Some(kept))
 }
 
@@ -171,7 +178,6 @@ impl Choice {
         session: &Session<'_>,
         plan: &Plan,
         events: &[Event],
-        memo: Option<&Memo>,
     ) {
         let mut index = None;
         for event in events {
@@ -184,7 +190,6 @@ impl Choice {
                     let context = Context {
                         task_hash: self.task_hash.digest(),
                         furniture: &self.furniture,
-                        memo,
                     };
                     let chosen = choose_for_page(
                         transcript,
@@ -264,8 +269,6 @@ impl Choice {
 struct Context<'c> {
     task_hash: u64,
     furniture: &'c Furniture,
-    /// Keeps each page's scores per context across requests.
-    memo: Option<&'c Memo>,
 }
 
 /// The user's messages so far, whose words are read only when a page's scores are not
@@ -310,16 +313,17 @@ impl Furniture {
             if step.failed || step.reading.header.is_none() {
                 continue;
             }
-            self.read(step);
+            self.read(session.memo, step);
         }
         self.read_before = self.read_before.max(at);
     }
 
-    fn read(&mut self, step: &Step<'_>) {
-        let key = step.reading.url_key();
+    fn read(&mut self, memo: &Memo, step: &Step<'_>) {
+        let words = page_words(memo, step);
+        let key = &*words.url_key;
         let page = self.pages.len() as u32;
         let mut pushed = false;
-        for chunk in &step.reading.page_facts(step.text).chunks {
+        for chunk in &words.facts.chunks {
             match self.first_seen.get(&chunk.hash) {
                 Some(&first) => {
                     if self.pages.get(first as usize).is_some_and(|k| **k != *key) {
@@ -503,7 +507,7 @@ impl Events {
 /// The quotes chosen so far, in request order, and what the caps and the per-quote limit
 /// did.
 #[derive(Debug, Default, Clone)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     kept: Vec<Kept>,
     /// Quotes dropped by the caps, per block that announces it.
     dropped: Vec<(Block, usize)>,
@@ -518,7 +522,7 @@ pub struct Chosen {
 
 impl Chosen {
     /// How many quotes were chosen.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.kept.len()
     }
 
@@ -570,7 +574,7 @@ impl Chosen {
 
     /// The blocks to write, with the first `keep` quotes (in request order); the rest are
     /// omitted, with a notice in the newest block.
-    pub fn render(&self, keep: usize) -> Written {
+    pub(crate) fn render(&self, keep: usize) -> Written {
         self.render_from(keep, 0)
     }
 
@@ -700,7 +704,7 @@ impl Picked<'_> {
 fn own_line(quote: &str) -> String {
     format!(
         r#"{{"quote":{}}}"#,
-        crate::adapter::json_string(&neutralise(quote))
+        crate::json::json_string(&neutralise(quote))
     )
 }
 
@@ -769,15 +773,17 @@ fn choose_for_page<'t>(
     }
     let context_key = (u128::from(context.task_hash) << 64)
         | u128::from(model_hash(transcript, page.item, at.until));
-    let all = PageChunks::of(page);
-    let mut score = || -> std::sync::Arc<[u32]> {
+    let memo = session.memo;
+    let all = PageChunks::of(memo, page);
+    let score = || -> Box<[u32]> {
         let model = model_words(transcript, page.item, at.until);
-        page_scores(page, task.words(), &model).into()
+        page_scores(memo, page, task.words(), &model).into()
     };
-    let scores = match context.memo {
-        Some(memo) => memo.scores(page.key, context_key, all.len(), score),
-        None => score(),
-    };
+    let at = (page.key, context_key);
+    let len = all.len();
+    let same = |s: &Box<[u32]>| s.len() == len;
+    let weigh = |s: &Box<[u32]>| SCORES_ENTRY_BYTES + 4 * s.len() as u64;
+    let scores = memo.kept(Share::Small, at, same, score, weigh);
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
     let mut chunks: Vec<(Chunk<'t>, u32)> = scores
@@ -789,7 +795,7 @@ fn choose_for_page<'t>(
         .filter(|(c, _)| !context.furniture.has(c))
         .collect();
     if let (Some(next), false) = (next, chunks.is_empty()) {
-        let shown = shown_on(next);
+        let shown = shown_on(memo, next);
         chunks.retain(|(c, _)| !shown.contains(&c.facts.hash));
     }
     best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
@@ -798,11 +804,11 @@ fn choose_for_page<'t>(
 /// The score of every chunk of `page` against the user's `task` and what the `model` wrote
 /// and did after reading it: the rare words it shares with them, the first and last rows
 /// of a table, the section the URL points at, dates, short facts with numbers.
-fn page_scores(page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
+fn page_scores(memo: &Memo, page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
     let header = page.reading.header.as_ref();
     let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
-    let section = section_of(url, chunks_of(page).map(|c| c.text));
-    let frequency = &page.reading.page_facts(page.text).frequency;
+    let section = section_of(url, chunks_of(memo, page).map(|c| c.text));
+    let frequency = &page_words(memo, page).facts.frequency;
     // One lookup per word of the page: the task's and the model's weights, summed. Few
     // words of a page are in either, and only those need their page frequency.
     let mut weights: HashMap<u64, u32, Fast> = HashMap::default();
@@ -840,12 +846,12 @@ fn page_scores(page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
         };
         matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
     };
-    chunks_of(page).enumerate().map(score).collect()
+    chunks_of(memo, page).enumerate().map(score).collect()
 }
 
 /// The hashes of the texts `step`'s page shows: what is still there needs no quote.
-fn shown_on(step: &Step<'_>) -> HashSet<u64, Fast> {
-    let facts = &step.reading.page_facts(step.text).chunks;
+fn shown_on(memo: &Memo, step: &Step<'_>) -> HashSet<u64, Fast> {
+    let facts = &page_words(memo, step).facts.chunks;
     facts.iter().map(|f| f.hash).collect()
 }
 
@@ -944,11 +950,12 @@ impl<'t> Index<'t> {
                 .as_ref()
                 .and_then(|h| h.title.as_deref());
             // Chunks carry their step's page key: hashed once per step, not per chunk.
-            let step_key = step.reading.url_key();
+            let words = page_words(session.memo, step);
+            let step_key = &*words.url_key;
             let step_hash = xxhash_rust::xxh3::xxh3_64(step_key.as_bytes());
             // The asked words this page's quotable chunks hold: few, so each chunk's words
             // are matched against a short list instead of the request's whole set.
-            let frequency = &step.reading.page_facts(step.text).frequency;
+            let frequency = &words.facts.frequency;
             let hits: Vec<u64> = if asked.len() <= frequency.len() {
                 asked
                     .iter()
@@ -965,7 +972,7 @@ impl<'t> Index<'t> {
             if hits.is_empty() {
                 continue;
             }
-            let page = PageChunks::of(step);
+            let page = PageChunks::of(session.memo, step);
             for c in 0..page.len() {
                 // Only chunks holding an asked word are ever looked up; their text decides
                 // their words, so a repeated text is skipped alike.
@@ -1040,7 +1047,7 @@ fn choose_for_question<'t>(
     if scores.is_empty() {
         return Picked::none();
     }
-    let live = shown_on(&session.steps[target]);
+    let live = shown_on(session.memo, &session.steps[target]);
     let candidates: Vec<Chunk<'t>> = scores
         .keys()
         .filter_map(|&at| index.chunks.get(at))
@@ -1124,7 +1131,7 @@ fn is_error_page(url: Option<&str>) -> bool {
 
 /// Writes `written` into the plan's edits: blocks inside collapsed content go after the
 /// receipt of that result; appended parts after its content (inside it, when it collapsed).
-pub fn apply(written: &Written, edits: &mut Vec<Edit>) {
+pub(crate) fn apply(written: &Written, edits: &mut Vec<Edit>) {
     let mut replaced: HashMap<usize, usize> = HashMap::new();
     for (i, e) in edits.iter().enumerate() {
         if !e.append {

@@ -3,9 +3,10 @@
 
 mod support;
 
-use staleguard::adapter::read_transcript;
-use staleguard::archive::{Archive, ARCHIVE_TAG};
-use staleguard::refs::has_ref_token;
+use staleguard::internal::adapter::read_transcript;
+use staleguard::internal::archive::Archive;
+use staleguard::internal::refs::has_ref_token;
+use staleguard::ARCHIVE_TAG;
 use support::{on, openai_fixtures, project, read};
 
 fn receipt_ids(body: &str) -> Vec<String> {

@@ -4,7 +4,7 @@
 mod support;
 
 use proptest::prelude::*;
-use staleguard::{project_request, Error, RequestFormat, Status};
+use staleguard::{Error, RequestFormat, Status};
 use support::*;
 
 const TREE: &str = "### Page\\n- Page URL: http://a.test/\\n- Page Title: A\\n### Snapshot\\n```yaml\\n- button \\\"Go\\\" [ref=e1]\\n```";
@@ -22,7 +22,13 @@ fn session(extra: &str) -> String {
 #[test]
 fn invalid_json_names_line_column_and_offset() {
     let body = "{\"messages\": [\n  {\"role\": \"user\",, }\n]}";
-    let err = project_request(body, RequestFormat::Auto, &on()).unwrap_err();
+    let err = staleguard::project(
+        body,
+        RequestFormat::Auto,
+        &on(),
+        staleguard::Options::default(),
+    )
+    .unwrap_err();
     match &err {
         Error::Json {
             line,
@@ -41,18 +47,31 @@ fn invalid_json_names_line_column_and_offset() {
 #[test]
 fn wrong_shapes_are_clear_errors() {
     for body in ["[]", "3", "{}", "{\"model\":\"x\"}"] {
-        let err = project_request(body, RequestFormat::Auto, &on()).unwrap_err();
+        let err = staleguard::project(
+            body,
+            RequestFormat::Auto,
+            &on(),
+            staleguard::Options::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, Error::Shape { .. }), "{body}: {err:?}");
     }
     // A format named on the command line must fit the body.
-    let err = project_request(
+    let err = staleguard::project(
         "{\"model\":\"x\",\"messages\":[]}",
         RequestFormat::Responses,
         &on(),
+        staleguard::Options::default(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("no `input`"), "{err}");
-    let err = project_request("{\"input\":[]}", RequestFormat::Anthropic, &on()).unwrap_err();
+    let err = staleguard::project(
+        "{\"input\":[]}",
+        RequestFormat::Anthropic,
+        &on(),
+        staleguard::Options::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("no `messages`"), "{err}");
     assert!("yaml"
         .parse::<RequestFormat>()
@@ -79,7 +98,13 @@ fn an_explicit_call_projects_whatever_the_hosts_switch_says() {
     // `browser_history_compaction` is off by default; it is the proxy's and the MCP guard's
     // switch. The library call itself is the opt-in.
     let body = session("");
-    let p = project_request(&body, RequestFormat::Auto, &staleguard::Config::default()).unwrap();
+    let p = staleguard::project(
+        &body,
+        RequestFormat::Auto,
+        &staleguard::Config::default(),
+        staleguard::Options::default(),
+    )
+    .unwrap();
     assert_ne!(p.body, body);
     assert_eq!(p.report().collapsed(), 1);
     assert_eq!(p.report().results.len(), 2);
@@ -90,7 +115,7 @@ proptest! {
 
     #[test]
     fn never_panics_on_arbitrary_bytes(s in ".{0,300}") {
-        let _ = project_request(&s, RequestFormat::Auto, &on());
+        let _ = staleguard::project(&s, RequestFormat::Auto, &on(), staleguard::Options::default());
     }
 
     #[test]
@@ -99,7 +124,7 @@ proptest! {
         let mut at = cut.min(body.len());
         while !body.is_char_boundary(at) { at -= 1; }
         let damaged = format!("{}{}{}", &body[..at], junk, &body[at..]);
-        if let Ok(p) = project_request(&damaged, RequestFormat::Auto, &on()) {
+        if let Ok(p) = staleguard::project(&damaged, RequestFormat::Auto, &on(), staleguard::Options::default()) {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&p.body).is_ok());
         }
     }

@@ -22,7 +22,7 @@ fn turns(body: &str) -> Vec<String> {
 
 /// The projected messages, without the breakpoint of ours (providers do not bill a marker
 /// as content, and it moves with the frozen end on every turn).
-fn frozen_view(input: &str, p: &staleguard::Projected) -> Vec<Value> {
+fn frozen_view(input: &str, p: &staleguard::Projection) -> Vec<Value> {
     let before: Value = serde_json::from_str(input).expect("JSON");
     let mut after: Value = serde_json::from_str(&p.body).expect("JSON");
     strip_new_breakpoints(&before, &mut after);
@@ -92,7 +92,7 @@ fn gemini_history_stays_frozen_on_every_turn_of_every_recording() {
                 project_as(&cut.to_string(), RequestFormat::Auto)
             })
             .collect();
-        let contents = |p: &staleguard::Projected| {
+        let contents = |p: &staleguard::Projection| {
             let out: Value = serde_json::from_str(&p.body).expect("JSON");
             out["contents"].as_array().cloned().unwrap_or_default()
         };

@@ -7,9 +7,9 @@
 mod support;
 
 use serde_json::Value;
-use staleguard::appendix::GUIDANCE_HEADER;
-use staleguard::observation::{self, cdmcp, TreeKind};
-use staleguard::{progress, RequestFormat, Status};
+use staleguard::internal::observation::{self, cdmcp, TreeKind};
+use staleguard::GUIDANCE_HEADER;
+use staleguard::{RequestFormat, Status};
 use support::formats::{chat_to_responses, check_any, project_as, result_slots, text_of};
 use support::*;
 
@@ -109,10 +109,10 @@ fn no_uid_survives_in_collapsed_results_or_quotes() {
                 // A collapsed result (receipt and its quotes), or the live one with parts after it.
                 let ours = text.strip_prefix(before[i].as_str()).unwrap_or(text);
                 assert!(
-                    !staleguard::refs::has_ref_token(ours) && !ours.contains("uid="),
+                    !staleguard::internal::refs::has_ref_token(ours) && !ours.contains("uid="),
                     "{scenario} {format:?}: {ours}"
                 );
-                collapsed += usize::from(text.starts_with(staleguard::receipt::RECEIPT_TAG));
+                collapsed += usize::from(text.starts_with(staleguard::RECEIPT_TAG));
             }
         }
     }
@@ -122,10 +122,13 @@ fn no_uid_survives_in_collapsed_results_or_quotes() {
 #[test]
 fn uids_are_ref_tokens_and_neutralised() {
     let line = "  uid=4_5 button \"Place order\"";
-    assert!(staleguard::refs::has_ref_token(line));
-    let neutral = staleguard::refs::neutralise(line);
-    assert!(!staleguard::refs::has_ref_token(&neutral), "{neutral}");
-    assert!(!staleguard::refs::has_ref_token(
+    assert!(staleguard::internal::refs::has_ref_token(line));
+    let neutral = staleguard::internal::refs::neutralise(line);
+    assert!(
+        !staleguard::internal::refs::has_ref_token(&neutral),
+        "{neutral}"
+    );
+    assert!(!staleguard::internal::refs::has_ref_token(
         "Successfully clicked on the element"
     ));
 }
@@ -175,11 +178,11 @@ fn unable_to_navigate_is_a_failure_and_kept() {
         .any(|r| r.status == Status::Failed));
 }
 
-fn transcript(body: &str) -> staleguard::transcript::Transcript<'_> {
-    staleguard::adapter::read_transcript(body).expect("reads")
+fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
+    staleguard::internal::adapter::read_transcript(body).expect("reads")
 }
 
-fn guidance(p: &staleguard::Projected, body: &str) -> bool {
+fn guidance(p: &staleguard::Projection, body: &str) -> bool {
     let before = result_texts(body);
     result_texts(&p.body)
         .iter()
@@ -191,7 +194,7 @@ fn guidance(p: &staleguard::Projected, body: &str) -> bool {
 fn progress_stalls_only_on_the_invalid_form() {
     for scenario in SCENARIOS {
         let body = recorded(scenario, "openai");
-        let steps = progress::track(&transcript(&body), &on()).steps;
+        let steps = support::track(&transcript(&body), &on()).steps;
         let p = project(&body);
         if scenario == "invalid_form" {
             assert!(
@@ -215,7 +218,7 @@ fn a_re_snapshot_of_the_same_page_has_the_same_fingerprint() {
     // invalid_form: the last two snapshots differ only in the alert text's uid (3_0, 4_0).
     let body = recorded("invalid_form", "openai");
     let t = transcript(&body);
-    let steps = progress::track(&t, &on()).steps;
+    let steps = support::track(&t, &on()).steps;
     let texts = result_texts(&body);
     let snaps: Vec<usize> = (0..texts.len())
         .filter(|&i| has_snapshot(&texts[i]))
@@ -268,7 +271,7 @@ fn every_result_reads_as_a_snapshot_a_page_report_or_nothing() {
 /// Every browser call that names a uid, with the guard's verdict before it and what the
 /// server answered: `(call id, verdict, server text)`.
 fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
-    use staleguard::transcript::Item;
+    use staleguard::internal::transcript::Item;
     let t = transcript(body);
     let answer = |id: &str| {
         t.items.iter().find_map(|i| match i {
@@ -276,10 +279,10 @@ fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
             _ => None,
         })
     };
-    staleguard::guard::verdicts(&t, &staleguard::Config::default())
+    support::verdicts(&t, &staleguard::Config::default())
         .into_iter()
         .filter_map(|(item, verdict)| match &t.items[item] {
-            Item::Call(c) if !staleguard::refs::targets(&c.arguments).is_empty() => {
+            Item::Call(c) if !staleguard::internal::refs::targets(&c.arguments).is_empty() => {
                 Some((c.id.to_string(), verdict, answer(&c.id).unwrap_or_default()))
             }
             _ => None,
@@ -351,7 +354,7 @@ fn refusals_say_whether_the_uid_is_stale_or_the_page_unseen() {
 
 /// The guard's verdict on a call proposed after the whole of `body`.
 fn verdict_after(body: &str, name: &str, arguments: &str) -> staleguard::Verdict {
-    staleguard::guard::check(
+    support::check(
         &transcript(body),
         name,
         arguments,
@@ -373,7 +376,7 @@ fn page_ids_scope_uids_and_listing_pages_changes_nothing() {
         .items
         .iter()
         .find_map(|i| match i {
-            staleguard::transcript::Item::Call(c) if c.id == id => Some(c.clone()),
+            staleguard::internal::transcript::Item::Call(c) if c.id == id => Some(c.clone()),
             _ => None,
         })
         .expect("call");

@@ -48,7 +48,7 @@ fn a_checkpoint_holds_no_more_than_its_weight() {
         }
     }
     let resumed = memo.resumed();
-    let kept = memo.into_checkpoints();
+    let kept = staleguard::internal::memo::checkpoints_of(memo);
     assert!(
         kept.len() > 20 && resumed > 100,
         "{} kept, {resumed} resumed",

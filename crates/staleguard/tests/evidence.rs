@@ -4,8 +4,8 @@
 mod support;
 
 use proptest::prelude::*;
-use staleguard::evidence::EVIDENCE_HEADER;
-use staleguard::{project_request_with, Config, EvidenceItem, RequestFormat};
+use staleguard::EVIDENCE_HEADER;
+use staleguard::{Config, EvidenceItem, RequestFormat};
 use support::*;
 
 /// A seed-format observation of `url` with one button and `text` as its visible page text.
@@ -15,12 +15,21 @@ fn seed_page(n: u32, url: &str, title: &str, text: &str) -> String {
     )
 }
 
-fn project_with(body: &str, config: &Config, items: &[EvidenceItem]) -> staleguard::Projected {
-    project_request_with(body, RequestFormat::OpenAiChat, config, items).expect("projects")
+fn project_with(body: &str, config: &Config, items: &[EvidenceItem]) -> staleguard::Projection {
+    staleguard::project(
+        body,
+        RequestFormat::OpenAiChat,
+        config,
+        staleguard::Options {
+            explicit: items,
+            ..staleguard::Options::default()
+        },
+    )
+    .expect("projects")
 }
 
 /// The quotes a projection kept, in order.
-fn retained(p: &staleguard::Projected) -> Vec<&str> {
+fn retained(p: &staleguard::Projection) -> Vec<&str> {
     p.evidence
         .retained
         .iter()
@@ -430,7 +439,7 @@ proptest! {
         // Verbatim: each quote is a whole chunk of page text the browser returned.
         let chunks: Vec<String> = messages(&body)
             .iter()
-            .filter_map(|m| staleguard::observation::parse(m["content"].as_str()?).map(|o| o.chunks.iter().map(|c| c.to_string()).collect::<Vec<_>>()))
+            .filter_map(|m| staleguard::internal::observation::parse(m["content"].as_str()?).map(|o| o.chunks.iter().map(|c| c.to_string()).collect::<Vec<_>>()))
             .flatten()
             .collect();
         for q in retained {
@@ -438,7 +447,7 @@ proptest! {
             prop_assert!(chunks.contains(&q.quote), "not a chunk: {:?}", q.quote);
         }
         if let Some(block) = evidence_block(&p) {
-            prop_assert!(!staleguard::refs::has_ref_token(&block));
+            prop_assert!(!staleguard::internal::refs::has_ref_token(&block));
         }
     }
 }

@@ -250,8 +250,8 @@ fn header_parse_agrees_with_full_parse_on_every_recorded_result() {
         {
             let text = content_text(m);
             let (full, header) = (
-                staleguard::observation::parse(&text),
-                staleguard::observation::parse_header(&text),
+                staleguard::internal::observation::parse(&text),
+                staleguard::internal::observation::parse_header(&text),
             );
             assert_eq!(full.is_some(), header.is_some(), "{}", path.display());
             let (Some(f), Some(h)) = (full, header) else {

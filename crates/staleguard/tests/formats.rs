@@ -5,7 +5,7 @@ mod support;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use staleguard::{project_request, RequestFormat, Status};
+use staleguard::{RequestFormat, Status};
 use support::formats::*;
 use support::*;
 
@@ -25,7 +25,7 @@ fn versions() -> Vec<std::path::PathBuf> {
     ]
 }
 
-fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
+fn collapsed_ids(p: &staleguard::Projection) -> Vec<String> {
     p.report()
         .results
         .iter()
@@ -36,19 +36,21 @@ fn collapsed_ids(p: &staleguard::Projected) -> Vec<String> {
 
 /// The guard's verdict on every browser call, by call ID.
 fn verdicts(body: &str) -> Vec<(String, bool)> {
-    let t = staleguard::adapter::read_transcript(body).expect("reads");
-    staleguard::guard::verdicts(&t, &on())
+    let t = staleguard::internal::adapter::read_transcript(body).expect("reads");
+    support::verdicts(&t, &on())
         .into_iter()
         .filter_map(|(item, v)| match &t.items[item] {
-            staleguard::transcript::Item::Call(c) => Some((c.id.to_string(), v.is_allowed())),
+            staleguard::internal::transcript::Item::Call(c) => {
+                Some((c.id.to_string(), v.is_allowed()))
+            }
             _ => None,
         })
         .collect()
 }
 
 fn stall_steps(body: &str) -> Vec<u32> {
-    let t = staleguard::adapter::read_transcript(body).expect("reads");
-    staleguard::progress::track(&t, &on())
+    let t = staleguard::internal::adapter::read_transcript(body).expect("reads");
+    support::track(&t, &on())
         .steps
         .iter()
         .map(|s| s.no_progress)
@@ -209,7 +211,7 @@ fn gemini_keeps_everything_but_result_values() {
         .filter(|r| {
             r["content"][0]["text"]
                 .as_str()
-                .is_some_and(|t| t.starts_with(staleguard::receipt::RECEIPT_TAG))
+                .is_some_and(|t| t.starts_with(staleguard::RECEIPT_TAG))
         })
         .collect();
     assert!(!receipts.is_empty());
@@ -250,7 +252,7 @@ fn gemini_media_of_collapsed_results_are_dropped() {
     };
     for at in [inside, after] {
         assert!(
-            output(at).starts_with(staleguard::receipt::RECEIPT_TAG),
+            output(at).starts_with(staleguard::RECEIPT_TAG),
             "{}",
             output(at)
         );
@@ -317,10 +319,11 @@ fn gemini_code_assist_bodies_are_projected_inside_their_wrapper() {
         "idempotent"
     );
     // A wrapper whose request is not a Gemini one is no Gemini body.
-    let err = project_request(
+    let err = staleguard::project(
         r#"{"request":{"contents":"x"}}"#,
         RequestFormat::Auto,
         &on(),
+        staleguard::Options::default(),
     );
     assert!(err.is_err());
 }
@@ -334,13 +337,20 @@ fn response_contents(v: &Value) -> Vec<usize> {
 
 #[test]
 fn gemini_shapes_that_are_not_requests_are_clear_errors() {
-    let err = project_request("{\"messages\":[]}", RequestFormat::Gemini, &on()).unwrap_err();
+    let err = staleguard::project(
+        "{\"messages\":[]}",
+        RequestFormat::Gemini,
+        &on(),
+        staleguard::Options::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("no `contents`"), "{err}");
     // `contents` whose items have no `parts` is not told to be Gemini.
-    let err = project_request(
+    let err = staleguard::project(
         "{\"contents\":[{\"text\":\"x\"}]}",
         RequestFormat::Auto,
         &on(),
+        staleguard::Options::default(),
     )
     .unwrap_err();
     assert!(err.to_string().contains("nor `contents`"), "{err}");
@@ -379,7 +389,7 @@ proptest! {
         }
         let damaged = format!("{}{}{}", &body[..at], junk, &body[at..]);
         for format in [RequestFormat::Auto, RequestFormat::Gemini] {
-            if let Ok(p) = project_request(&damaged, format, &on()) {
+            if let Ok(p) = staleguard::project(&damaged, format, &on(), staleguard::Options::default()) {
                 prop_assert!(serde_json::from_str::<Value>(&p.body).is_ok());
             }
         }

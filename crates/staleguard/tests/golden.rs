@@ -87,9 +87,21 @@ fn formats(path: &Path) -> Vec<(&'static str, RequestFormat, String)> {
         return vec![("anthropic", RequestFormat::Anthropic, body)];
     }
     vec![
-        ("responses", RequestFormat::Responses, chat_to_responses(&body)),
-        ("gemini-cli", RequestFormat::Gemini, chat_to_gemini(&body, GeminiClient::Cli)),
-        ("gemini-ids", RequestFormat::Gemini, chat_to_gemini(&body, GeminiClient::WithIds)),
+        (
+            "responses",
+            RequestFormat::Responses,
+            chat_to_responses(&body),
+        ),
+        (
+            "gemini-cli",
+            RequestFormat::Gemini,
+            chat_to_gemini(&body, GeminiClient::Cli),
+        ),
+        (
+            "gemini-ids",
+            RequestFormat::Gemini,
+            chat_to_gemini(&body, GeminiClient::WithIds),
+        ),
         ("auto", RequestFormat::Auto, body.clone()),
         ("chat", RequestFormat::OpenAiChat, body),
     ]
@@ -153,8 +165,12 @@ fn outputs_match_the_digests_taken_before_the_reorganisation() {
         std::fs::write(&path, text).expect("write digests");
         return;
     }
-    let kept = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (take them with STALEGUARD_BLESS=1)", path.display()));
+    let kept = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (take them with STALEGUARD_BLESS=1)",
+            path.display()
+        )
+    });
     let kept: BTreeMap<String, String> = kept
         .lines()
         .filter_map(|l| l.rsplit_once(' '))

@@ -4,8 +4,7 @@
 mod support;
 
 use staleguard::{
-    project, project_resumed, project_resumed_parts, Config, Memo, Options, Projection,
-    RequestFormat,
+    project, project_resumed_parts, Config, Memo, Options, Projection, RequestFormat,
 };
 use support::formats::chat_to_responses;
 use support::{on, openai_fixtures, read, shared_fixtures, truncate};
@@ -263,13 +262,28 @@ fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
                 verdicts,
                 ..Options::default()
             };
-            assert!(project_resumed(request, format, &config, &with(None, false)).is_none());
-            let asked = project_resumed(request, format, &config, &with(Some(&memo), true));
+            assert!(project_resumed_parts(
+                &[request.as_bytes()],
+                format,
+                &config,
+                &with(None, false)
+            )
+            .is_none());
+            let asked = project_resumed_parts(
+                &[request.as_bytes()],
+                format,
+                &config,
+                &with(Some(&memo), true),
+            );
             assert!(asked.is_none(), "{what}: resumed with verdicts asked for");
             let fresh = Memo::default();
-            assert!(
-                project_resumed(request, format, &config, &with(Some(&fresh), false)).is_none()
-            );
+            assert!(project_resumed_parts(
+                &[request.as_bytes()],
+                format,
+                &config,
+                &with(Some(&fresh), false)
+            )
+            .is_none());
             let off = project(request, format, &config, Options::default()).expect("projects");
             // The same body as parts cut anywhere, characters included, answers alike.
             let bytes = request.as_bytes();
@@ -283,7 +297,12 @@ fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
             let (c, d) = rest.split_at(cuts[2].saturating_sub(cuts[1]).min(rest.len()));
             let from_parts =
                 project_resumed_parts(&[a, b, c, d], format, &config, &with(Some(&memo), false));
-            match project_resumed(request, format, &config, &with(Some(&memo), false)) {
+            match project_resumed_parts(
+                &[request.as_bytes()],
+                format,
+                &config,
+                &with(Some(&memo), false),
+            ) {
                 Some(resumed) => {
                     assert!(resumed.resumed, "{what}: not marked resumed");
                     same(&off, &resumed, &what);
@@ -345,10 +364,14 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
             }
             let text = support::content_text(&message);
             let key = memo.key(&text);
-            let reading = memo.reading(key, &text, staleguard::session::Depth::Header);
+            let reading = staleguard::internal::session::Reader {
+                memo: &memo,
+                depth: staleguard::internal::session::Depth::Header,
+            }
+            .reading(key, &text);
             let (held, weight) = (
                 reading.heap_bytes(),
-                staleguard::memo::weight_of(text.len()),
+                staleguard::internal::memo::weight_of(text.len()),
             );
             checked += 1;
             assert!(
@@ -386,10 +409,14 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
             "what did the first page say about w17x?",
         );
         run(&body, RequestFormat::OpenAiChat, &config, Some(&memo));
-        let reading = memo.reading(memo.key(page), page, staleguard::session::Depth::Header);
+        let reading = staleguard::internal::session::Reader {
+            memo: &memo,
+            depth: staleguard::internal::session::Depth::Header,
+        }
+        .reading(memo.key(page), page);
         let (held, weight) = (
             reading.heap_bytes(),
-            staleguard::memo::weight_of(page.len()),
+            staleguard::internal::memo::weight_of(page.len()),
         );
         assert!(
             held as u64 <= weight,

@@ -5,9 +5,9 @@ mod support;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use staleguard::appendix::GUIDANCE_HEADER;
-use staleguard::guard::{self, Refusal, Verdict};
-use staleguard::progress;
+use staleguard::internal::progress;
+use staleguard::GUIDANCE_HEADER;
+use staleguard::{Refusal, Verdict};
 use support::*;
 
 fn seed_form(n: u32, quantity: u32) -> String {
@@ -16,11 +16,11 @@ fn seed_form(n: u32, quantity: u32) -> String {
     )
 }
 
-fn transcript(body: &str) -> staleguard::transcript::Transcript<'_> {
-    staleguard::adapter::read_transcript(body).expect("reads")
+fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
+    staleguard::internal::adapter::read_transcript(body).expect("reads")
 }
 
-fn guidance_of(p: &staleguard::Projected) -> Option<String> {
+fn guidance_of(p: &staleguard::Projection) -> Option<String> {
     let i = appended_message(p)?;
     let parts = messages(&p.body)[i]["content"].as_array()?.clone();
     parts
@@ -47,7 +47,7 @@ fn seed_renumbered_pages_stall_and_a_changed_value_clears_it() {
     ] {
         assert!(guidance.contains(needle), "{needle}: {guidance}");
     }
-    let progress = progress::track(&transcript(&body), &on());
+    let progress = support::track(&transcript(&body), &on());
     let counts: Vec<u32> = progress.steps.iter().map(|s| s.no_progress).collect();
     assert_eq!(counts, [0, 1, 2, 3]);
     assert!(progress.stalled());
@@ -58,7 +58,7 @@ fn seed_renumbered_pages_stall_and_a_changed_value_clears_it() {
     let body = chat_session(&more, "Is it done?");
     let p = project(&body);
     assert!(guidance_of(&p).is_none(), "a changed quantity is progress");
-    assert!(!progress::track(&transcript(&body), &on()).stalled());
+    assert!(!support::track(&transcript(&body), &on()).stalled());
 }
 
 fn recorded(version: &str, scenario: &str) -> String {
@@ -89,7 +89,7 @@ fn research_and_tabs_never_stall() {
     for v in VERSIONS {
         for scenario in ["research", "tabs_iframe"] {
             let body = recorded(v, scenario);
-            let progress = progress::track(&transcript(&body), &on());
+            let progress = support::track(&transcript(&body), &on());
             let worst = progress
                 .steps
                 .iter()
@@ -112,7 +112,7 @@ fn calls(body: &str) -> Vec<(usize, String, String)> {
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match item {
-            staleguard::transcript::Item::Call(c) => {
+            staleguard::internal::transcript::Item::Call(c) => {
                 let args: Value = serde_json::from_str(&c.arguments).unwrap_or(Value::Null);
                 Some((
                     i,
@@ -130,7 +130,7 @@ fn rerender_refresh_is_no_progress_and_load_more_is_progress() {
     for v in VERSIONS {
         let body = recorded(v, "rerender");
         let t = transcript(&body);
-        let progress = progress::track(&t, &on());
+        let progress = support::track(&t, &on());
         let verdicts = calls(&body);
         let step_after = |call_item: usize| {
             progress
@@ -176,7 +176,7 @@ fn order_stale_place_order_is_refused_and_the_second_submission_flagged() {
     for v in VERSIONS {
         let body = recorded(v, "order");
         let t = transcript(&body);
-        let verdicts = guard::verdicts(&t, &on());
+        let verdicts = support::verdicts(&t, &on());
         let place_orders: Vec<(usize, &Verdict)> = calls(&body)
             .iter()
             .filter(|(_, _, element)| element.starts_with("Place order"))
@@ -215,7 +215,7 @@ fn order_stale_place_order_is_refused_and_the_second_submission_flagged() {
             }
             other => panic!("{v}: the stale Place order must be refused, got {other:?}"),
         }
-        let progress = progress::track(&t, &on());
+        let progress = support::track(&t, &on());
         assert!(
             progress
                 .repeated
@@ -282,8 +282,8 @@ proptest! {
         let body = &all_recorded()[pick];
         let renumbered = renumber(body);
         prop_assert_ne!(body, &renumbered);
-        let a: Vec<_> = progress::track(&transcript(body), &on()).steps.iter().map(|s| s.fingerprint).collect();
-        let b: Vec<_> = progress::track(&transcript(&renumbered), &on()).steps.iter().map(|s| s.fingerprint).collect();
+        let a: Vec<_> = support::track(&transcript(body), &on()).steps.iter().map(|s| s.fingerprint).collect();
+        let b: Vec<_> = support::track(&transcript(&renumbered), &on()).steps.iter().map(|s| s.fingerprint).collect();
         prop_assert_eq!(a, b);
     }
 
@@ -293,8 +293,9 @@ proptest! {
         let n = messages(body).len();
         let prefix = truncate(body, 1 + cut.index(n));
         let t = transcript(&prefix);
-        let tools = staleguard::tools::BrowserTools::new(&on().browser_tools);
-        let steps = staleguard::session::Session::build(&t, &tools, None);
+        let tools = staleguard::internal::tools::BrowserTools::new(&on().browser_tools);
+        let memo = staleguard::Memo::default();
+        let steps = staleguard::internal::session::Session::build(&t, &tools, &memo);
         let session = progress::Tracker::new(on().max_repeats).replay(&steps, |_, _, _, _| {});
         prop_assume!(!session.page_unseen() && !session.page().refs.is_empty());
         let mut refs: Vec<_> = session.page().refs.iter().collect();
@@ -302,7 +303,7 @@ proptest! {
         let (id, element) = &refs[which.index(refs.len())];
         prop_assume!(!progress::is_submit_like(element));
         let args = serde_json::json!({"element": format!("{} {}", element.name, element.role), "ref": id, "target": id}).to_string();
-        let verdict = guard::check(&t, "browser_click", &args, &on());
+        let verdict = support::check(&t, "browser_click", &args, &on());
         prop_assert!(verdict.is_allowed(), "{id} {element:?}: {verdict:?}");
     }
 }
@@ -312,7 +313,7 @@ fn rerender_stale_ref_is_refused_in_every_version() {
     for v in VERSIONS {
         let body = recorded(v, "rerender");
         let t = transcript(&body);
-        let verdicts = guard::verdicts(&t, &on());
+        let verdicts = support::verdicts(&t, &on());
         // The model clicks "Details A-03" twice: first with the ref from before the refreshes.
         let details: Vec<&Verdict> = calls(&body)
             .iter()
@@ -345,9 +346,9 @@ fn counting_steps_equal_full_tracking_everywhere() {
     let mut steps = 0;
     for body in &bodies {
         let t = transcript(body);
-        let full = progress::track(&t, &on()).steps;
-        let counted = progress::steps(&t, &on()).steps;
-        let key = |s: &progress::Step| (s.item, s.fingerprint, s.no_progress, s.stalled);
+        let full = support::track(&t, &on()).steps;
+        let counted = support::steps(&t, &on()).steps;
+        let key = |s: &staleguard::ProgressStep| (s.item, s.fingerprint, s.no_progress, s.stalled);
         assert_eq!(
             full.iter().map(key).collect::<Vec<_>>(),
             counted.iter().map(key).collect::<Vec<_>>()
@@ -378,8 +379,8 @@ fn reading_browser_history_is_no_browser_step() {
         .expect("the confirm page");
     let archived = format!(
         "{} STALE observation 6480e3d7. This copy is read-only.\n{}",
-        staleguard::archive::ARCHIVE_TAG,
-        staleguard::refs::neutralise(old)
+        staleguard::ARCHIVE_TAG,
+        staleguard::internal::refs::neutralise(old)
     );
     let mut steps = vec![("browser_snapshot", live.clone())];
     for _ in 0..4 {
@@ -390,7 +391,7 @@ fn reading_browser_history_is_no_browser_step() {
     let p = project(&session);
     assert_eq!(guidance_of(&p), None, "history reads drew stall guidance");
     assert_eq!(
-        progress::track(&transcript(&session), &on()).steps.len(),
+        support::track(&transcript(&session), &on()).steps.len(),
         1,
         "one browser step: the snapshot"
     );
@@ -398,7 +399,7 @@ fn reading_browser_history_is_no_browser_step() {
         .lines()
         .find_map(|l| Some(l.split("[ref=").nth(1)?.split(']').next()?.to_string()))
         .expect("a ref");
-    let verdict = guard::check(
+    let verdict = support::check(
         &transcript(&session),
         "browser_click",
         &format!("{{\"ref\":\"{r}\"}}"),

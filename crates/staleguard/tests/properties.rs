@@ -102,7 +102,7 @@ proptest! {
         let drop = (drop * 2).min(list.len().saturating_sub(1));
         list.drain(1..1 + drop);
         let trimmed = project(&v.to_string());
-        let receipts = |p: &staleguard::Projected| -> Vec<String> {
+        let receipts = |p: &staleguard::Projection| -> Vec<String> {
             messages(&p.body)
                 .iter()
                 .map(content_text)

@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use staleguard::adapter::{
+use staleguard::internal::adapter::{
     read_request, read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest,
 };
-use staleguard::projection::Edit;
-use staleguard::transcript::Item;
+use staleguard::internal::transcript::Item;
+use staleguard::Edit;
 
 /// What a breakpoint of our own adds to a block.
 const BREAKPOINT_TEXT: &str = r#","cache_control":{"type":"ephemeral"}"#;

@@ -121,7 +121,7 @@ struct Block<'a> {
 const MARKABLE: &[&str] = &["text", "image", "document", "tool_use", "tool_result"];
 
 /// Reads a Messages body.
-pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let envelope = if is_object(body) {
         serde_json::from_str(body)
     } else {

@@ -10,7 +10,7 @@ use crate::appendix::is_appendix;
 
 /// How a result's content was written, so a replacement keeps the same shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(super) enum Shape {
     /// A plain string.
     Str,
     /// A string holding `{"type":"text","text":...}`.
@@ -25,13 +25,13 @@ pub enum Shape {
 /// type (`text`, or `input_text` in OpenAI Responses) and the `cache_control` of the
 /// content's last part that had one (Anthropic), which a replacement keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Style {
+pub(super) struct Style {
     pub text_type: &'static str,
     pub cache_control: Option<String>,
 }
 
 impl Style {
-    pub fn plain(text_type: &'static str) -> Self {
+    pub(super) fn plain(text_type: &'static str) -> Self {
         Style {
             text_type,
             cache_control: None,
@@ -39,7 +39,7 @@ impl Style {
     }
 
     fn part(&self, text: &str) -> String {
-        let text = super::json_string(text);
+        let text = crate::json::json_string(text);
         match &self.cache_control {
             Some(cc) => format!(
                 r#"{{"type":"{}","text":{text},"cache_control":{cc}}}"#,
@@ -51,7 +51,7 @@ impl Style {
 }
 
 /// Text read out of a content value.
-pub struct Content<'a> {
+pub(super) struct Content<'a> {
     pub text: Cow<'a, str>,
     pub images: usize,
     pub shape: Shape,
@@ -77,7 +77,7 @@ const IMAGE_PARTS: &[&str] = &["image_url", "image", "input_image"];
 /// Reads a content value whose text parts are of type `text_type` unless its parts say
 /// otherwise. `None` when it is not text we may replace: `null`, a number, an object, or
 /// parts of a kind we do not know (those must reach the model unchanged).
-pub fn read<'a>(raw: &'a RawValue, text_type: &'static str) -> Option<Content<'a>> {
+pub(super) fn read<'a>(raw: &'a RawValue, text_type: &'static str) -> Option<Content<'a>> {
     let json = raw.get();
     let mut content = match json.as_bytes().first()? {
         b'"' => {
@@ -219,7 +219,7 @@ fn join_parts(parts: &[Part<'_>]) -> Option<(String, usize)> {
 /// The JSON value of a content whose original JSON is `original`, with each of `texts`
 /// added as a part of its own after it. The original stays byte for byte inside the new
 /// value. Appended parts carry no cache control: they must not move a cache breakpoint.
-pub fn append(shape: Shape, style: &Style, original: &str, texts: &[&str]) -> String {
+pub(super) fn append(shape: Shape, style: &Style, original: &str, texts: &[&str]) -> String {
     let plain = Style::plain(style.text_type);
     let parts = texts
         .iter()
@@ -242,12 +242,12 @@ pub fn append(shape: Shape, style: &Style, original: &str, texts: &[&str]) -> St
 
 /// The JSON value that replaces a content of `shape` with `text` (images dropped). A parts
 /// array keeps its text part type and cache control.
-pub fn write(shape: Shape, style: &Style, text: &str) -> String {
+pub(super) fn write(shape: Shape, style: &Style, text: &str) -> String {
     let wrapped = Style::plain("text");
     match shape {
-        Shape::Str => super::json_string(text),
-        Shape::WrappedPart => super::json_string(&wrapped.part(text)),
-        Shape::WrappedParts => super::json_string(&format!("[{}]", wrapped.part(text))),
+        Shape::Str => crate::json::json_string(text),
+        Shape::WrappedPart => crate::json::json_string(&wrapped.part(text)),
+        Shape::WrappedParts => crate::json::json_string(&format!("[{}]", wrapped.part(text))),
         Shape::Parts => format!("[{}]", style.part(text)),
     }
 }

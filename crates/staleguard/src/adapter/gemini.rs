@@ -164,7 +164,7 @@ struct Pending<'a> {
 }
 
 /// Reads a `generateContent` body.
-pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let mut envelope: Envelope =
         serde_json::from_str(body).map_err(|e| json_error(&e, body, "gemini"))?;
     let wrapped = envelope.contents.is_none() && envelope.request.is_some_and(wraps_contents);

@@ -8,20 +8,23 @@
 //! integration tests) or a [`WireRequest`] to write their own edits into ([`read_request`]:
 //! the CLI's `archive` and `replay`).
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod content;
-pub mod gemini;
+pub(crate) mod gemini;
 mod lenient;
-pub mod openai_chat;
+pub(crate) mod openai_chat;
 mod request;
-pub mod responses;
+pub(crate) mod responses;
 mod tail;
 
+pub(crate) use request::Hints;
+pub use request::WireRequest;
 pub(crate) use request::BREAKPOINT;
-pub use request::{Breakpoint, Hints, WireRequest, MAX_BREAKPOINTS};
+pub use request::{Breakpoint, MAX_BREAKPOINTS};
 // Public, hidden, for the resume tests; the crate's own API.
 #[doc(hidden)]
-pub use request::{ResumeAt, SplitWrite};
+pub use request::ResumeAt;
+pub(crate) use request::SplitWrite;
 
 use std::str::FromStr;
 
@@ -205,13 +208,6 @@ pub(crate) fn json_error(err: &serde_json::Error, body: &str, format: &'static s
     } else {
         Error::json(err, body)
     }
-}
-
-/// `text` as a JSON string literal: receipts, quote lines and contents are written on
-/// every request, without an intermediate `Value`.
-pub(crate) fn json_string(text: &str) -> String {
-    // Serialising a `str` cannot fail; the fallback keeps that a fact of the types.
-    serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""))
 }
 
 /// A JSON string value, decoded.

@@ -142,7 +142,7 @@ struct CustomJson<'a> {
 
 /// Reads a Chat Completions body. Fails only on invalid JSON or a body that is not an object;
 /// the hints tell whether it is one at all.
-pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let envelope = if is_object(body) {
         serde_json::from_str(body)
     } else {

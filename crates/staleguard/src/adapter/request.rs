@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use super::content::{self, Content, Shape, Style};
 use super::lenient::{is_json_space, List, Located, Seen};
 use super::RequestFormat;
-use crate::projection::Edit;
+use crate::transcript::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
 
 /// Where a result's content value sits in the body, and how it is written.

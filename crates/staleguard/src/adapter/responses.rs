@@ -47,7 +47,7 @@ struct InputItem<'a> {
 }
 
 /// Reads a Responses body.
-pub fn read(body: &str) -> Result<WireRequest<'_>, Error> {
+pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
     let envelope: Envelope =
         serde_json::from_str(body).map_err(|e| json_error(&e, body, "responses"))?;
     let hints = Hints {

@@ -15,7 +15,7 @@ use super::aria::{self, lines};
 use super::{Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
-pub const NAME: &str = "agent-browser";
+pub(crate) const NAME: &str = "agent-browser";
 
 /// Header lines allowed before the tree.
 const MAX_HEADER_LINES: usize = 4;
@@ -23,7 +23,7 @@ const BOUNDARY: &str = "--- AGENT_BROWSER_PAGE_CONTENT ";
 
 /// Detector for agent-browser snapshots.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AgentBrowser;
+pub(crate) struct AgentBrowser;
 
 impl ObservationFormat for AgentBrowser {
     fn name(&self) -> &'static str {

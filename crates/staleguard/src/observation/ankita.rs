@@ -19,7 +19,7 @@ use super::aria::{is_ref_id, lines, Line};
 use super::{Control, ElementRef, Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
-pub const NAME: &str = "ankita";
+pub(crate) const NAME: &str = "ankita";
 
 /// Lines that separate the action receipt from the tree. `Fresh snapshot:` follows an
 /// error that re-captured the page.
@@ -33,7 +33,7 @@ const STATE_WORDS: &[&str] = &[
 
 /// Detector for the seed system's text format.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Ankita;
+pub(crate) struct Ankita;
 
 impl ObservationFormat for Ankita {
     fn name(&self) -> &'static str {
@@ -170,7 +170,7 @@ fn is_attr(item: &str) -> bool {
 
 /// A chunk of a page-text read-back: the page text the browser returned for a range.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadBack<'a> {
+pub(crate) struct ReadBack<'a> {
     /// The read-back's own observation ID.
     pub observation: &'a str,
     /// The `Source:` URL of the chunk.
@@ -181,7 +181,7 @@ pub struct ReadBack<'a> {
 
 /// The chunks of a page-text read-back: `Page text observation <id>`, then one or more
 /// `Source: <url>; frame=...; range=a:b` lines, each followed by its text.
-pub fn read_back(text: &str) -> Vec<ReadBack<'_>> {
+pub(crate) fn read_back(text: &str) -> Vec<ReadBack<'_>> {
     let mut lines = text.split('\n');
     let Some(observation) = lines
         .next()

@@ -12,14 +12,14 @@
 
 use std::borrow::Cow;
 
-pub mod agent_browser;
-pub mod ankita;
+pub(crate) mod agent_browser;
+pub(crate) mod ankita;
 pub mod aria;
 pub mod cdmcp;
 mod pw_common;
-pub mod pw_legacy;
-pub mod pw_page;
-pub mod pw_page_state;
+pub(crate) mod pw_legacy;
+pub(crate) mod pw_page;
+pub(crate) mod pw_page_state;
 #[cfg(test)]
 mod tests;
 
@@ -239,7 +239,7 @@ pub static FORMATS: &[&dyn ObservationFormat] = &[
 
 /// The format named `name` ([`ObservationFormat::name`]), as a [`Page`](crate::progress::Page)
 /// or a header records it.
-pub fn format_named(name: &str) -> Option<&'static dyn ObservationFormat> {
+pub(crate) fn format_named(name: &str) -> Option<&'static dyn ObservationFormat> {
     FORMATS.iter().copied().find(|f| f.name() == name)
 }
 
@@ -261,7 +261,7 @@ pub fn parse(text: &str) -> Option<Observation<'_>> {
 
 /// The tabs a tab-list result names (`### Open tabs` / `### Result` with `- 0: (current)
 /// [Title](url)` lines), for results that are no observation.
-pub fn tab_list(text: &str) -> Vec<Tab<'_>> {
+pub(crate) fn tab_list(text: &str) -> Vec<Tab<'_>> {
     if !["### Open tabs", "### Result"]
         .iter()
         .any(|h| text.contains(h))

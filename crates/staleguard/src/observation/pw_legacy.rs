@@ -10,11 +10,11 @@ use super::pw_common::{build, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
-pub const NAME: &str = "playwright-mcp-legacy";
+pub(crate) const NAME: &str = "playwright-mcp-legacy";
 
 /// Detector for Playwright MCP 0.0.31 and earlier.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlaywrightLegacy;
+pub(crate) struct PlaywrightLegacy;
 
 impl ObservationFormat for PlaywrightLegacy {
     fn name(&self) -> &'static str {

@@ -6,11 +6,11 @@ use super::pw_common::{build, has_any_heading, scan, Depth, H_PAGE, H_SNAPSHOT};
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
-pub const NAME: &str = "playwright-mcp-0.0.57";
+pub(crate) const NAME: &str = "playwright-mcp-0.0.57";
 
 /// Detector for Playwright MCP 0.0.57 and later.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlaywrightPage;
+pub(crate) struct PlaywrightPage;
 
 impl ObservationFormat for PlaywrightPage {
     fn name(&self) -> &'static str {

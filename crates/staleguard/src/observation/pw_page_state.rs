@@ -6,11 +6,11 @@ use super::pw_common::{build, has_heading, scan, Depth, H_PAGE, H_PAGE_STATE, H_
 use super::{Observation, ObservationFormat};
 
 /// Name of this format.
-pub const NAME: &str = "playwright-mcp-0.0.32";
+pub(crate) const NAME: &str = "playwright-mcp-0.0.32";
 
 /// Detector for Playwright MCP 0.0.32 to 0.0.56.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlaywrightPageState;
+pub(crate) struct PlaywrightPageState;
 
 impl ObservationFormat for PlaywrightPageState {
     fn name(&self) -> &'static str {

@@ -22,8 +22,10 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::adapter::{RequestFormat, ResumeAt};
 use crate::evidence::Quote;
+use crate::memo::{Memo, Slot};
 use crate::progress::Tracker;
-use crate::projection::{Edit, ResultReport};
+use crate::projection::ResultReport;
+use crate::transcript::Edit;
 use crate::written::{Block, Choice};
 
 /// Where an edit goes in a plan's list: receipts, then guidance, then evidence appended
@@ -311,6 +313,24 @@ impl Checkpoints {
             .lock()
             .map_or(0, |kept| kept.iter().map(|(_, w)| w).sum())
     }
+}
+
+impl Slot for Checkpoints {
+    fn weight(&self) -> usize {
+        Checkpoints::weight(self)
+    }
+}
+
+/// The checkpoints `memo` keeps, within the share of its bound that slots take.
+pub(crate) fn kept_in(memo: &Memo) -> Arc<Checkpoints> {
+    memo.slot(Checkpoints::new)
+}
+
+/// The checkpoints `memo` keeps, taken out with the weight it counts for each, the rest of
+/// the memo dropped: a test drops them one by one and counts what that frees.
+pub(crate) fn into_kept(memo: Memo) -> Vec<(Box<dyn std::any::Any>, usize)> {
+    memo.into_slot::<Checkpoints>()
+        .map_or_else(Vec::new, Checkpoints::into_kept)
 }
 
 /// A body as consecutive byte parts: one for a string, or a request's frames as they

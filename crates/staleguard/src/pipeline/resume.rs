@@ -14,23 +14,19 @@
 //! Whatever the new messages would change before the resume point makes the request go
 //! the whole way: see [`project`].
 
-use std::sync::Arc;
-
-use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
+use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
 use crate::body::Body;
-use crate::checkpoint::{self, Checkpoint, EditGroup, Shared};
 use crate::config::Config;
-use crate::evidence::{self, EvidenceReport, Quote};
+use crate::evidence::{EvidenceReport, Quote};
 use crate::memo::Memo;
 use crate::progress::Tracker;
-use crate::projection::{self, Edit, Plan, ResultReport};
+use crate::projection::{self, Plan, ResultReport};
 use crate::session::Session;
-use crate::tools::BrowserTools;
-use crate::transcript::{Item, Role, Transcript};
+use crate::transcript::{Edit, Item, Role, Transcript};
 use crate::written::{Block, Written};
 
-use super::WrittenEvidence;
-use super::{add_guidance, depth, frozen_end, track, written_report, Projection};
+use super::checkpoint::{self, Checkpoint, EditGroup, Shared};
+use super::stages::{frozen_end, written_report, WrittenEvidence};
 
 /// Where a request's checkpoint is cut.
 pub(crate) struct Cut {
@@ -171,15 +167,16 @@ pub(crate) fn write_and_keep(
     let Some(hasher) = hasher else {
         return after_base(base, std::mem::take(&mut tail.body));
     };
-    if !memo.checkpoints.has(hasher.digest128(), hashed, context) {
+    let checkpoints = checkpoint::kept_in(memo);
+    if !checkpoints.has(hasher.digest128(), hashed, context) {
         let kept = checkpoint_at((body, origin), &tail, base, cut, parts, context, hasher);
-        memo.checkpoints.keep(kept, base);
+        checkpoints.keep(kept, base);
     }
     after_base(base, std::mem::take(&mut tail.body))
 }
 
 /// The body: `base`'s projected bytes (shared, not copied), then `tail`.
-fn after_base(base: Option<&Checkpoint>, tail: String) -> Body {
+pub(crate) fn after_base(base: Option<&Checkpoint>, tail: String) -> Body {
     match base {
         Some(base) => Body::resumed(base.written.parts().to_vec(), tail),
         None => tail.into(),
@@ -318,114 +315,23 @@ fn evidence_before(written: &Written, item: usize) -> (BlockQuotes, BlockQuotes,
     )
 }
 
-/// Projects a body from checkpoint `base`, given only its bytes from `base`'s resume point
-/// on (`tail`: nothing before them is read); `None` when the request must go the whole
-/// way: the tail cannot be read as a whole read would read it, or what it holds would
-/// change something before the resume point.
-pub(crate) fn project_tail(
-    tail: &str,
-    format: RequestFormat,
+/// True when a request whose tail from `base`'s resume point on was read as `request`, with
+/// `session`, goes on from the checkpoint as a whole read would: the items of the
+/// checkpoint's message read the same, every result pairs with a call read again, the live
+/// page state is read again, and no user message after the checkpoint asks about pages.
+pub(crate) fn continues(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    base: &Checkpoint,
     config: &Config,
-    memo: &Memo,
-    base: &Arc<Checkpoint>,
-) -> Option<Projection> {
-    let origin = base.resume.offset;
-    let body = tail;
-    let request = read_request_from(body, format, &base.resume.moved_to_start())?;
+) -> bool {
     let transcript = request.transcript();
-    if items_hash(transcript, base.hashed_item..base.chosen_until + 1) != base.items {
-        return None;
-    }
-    let tools = BrowserTools::new(&config.browser_tools);
-    let session = Session::read(transcript, &tools, Some(memo), depth(config, false));
-    if session.unpaired > 0 || session.steps.is_empty() {
-        return None;
-    }
-    let mut plan = projection::plan(&session, config.receipt_max_bytes);
-    if !live_after(&session, base) || asks_later(transcript, base, config) {
-        return None;
-    }
-    let cut = Cut::of(&request, &session, &plan);
-    let tracker = match (&base.tracker, config.progress_on()) {
-        (Some(t), true) => Some(t.clone()),
-        (None, false) => None,
-        _ => return None,
-    };
-    let (progress, snapshot) = match tracker {
-        Some(t) => {
-            let (p, s) = track(
-                &session,
-                t,
-                base.resume.item,
-                cut.as_ref().map(|c| c.resume.item),
-            );
-            (Some(p), s)
-        }
-        None => (None, None),
-    };
-    let target = evidence::target(&session, &plan);
-    let mut guidance = false;
-    if let (true, Some(progress)) = (config.progress_on(), &progress) {
-        guidance = add_guidance(progress, target?, &mut plan);
-    }
-    let written = match config.evidence_on() {
-        true => Some(choose(
-            &request,
-            &session,
-            &mut plan,
-            memo,
-            base,
-            cut.as_ref(),
-        )?),
-        false => None,
-    };
-    let breakpoint = match format {
-        RequestFormat::Anthropic => Some(request.breakpoint_before(frozen_end(&session, &plan)?)?),
-        _ => None,
-    };
-    let evidence = merged_evidence(base, written.as_ref());
-    let (parts, collapsed) = merged_plan(base, &plan, guidance, written.as_ref());
-    let body_out = match cut {
-        Some(cut) => {
-            let context = base.context();
-            let parts = Analysed {
-                report: &plan,
-                guidance,
-                written: written.as_ref(),
-                tracker: snapshot,
-            };
-            write_and_keep(
-                (body, origin),
-                &request,
-                breakpoint,
-                Some(base),
-                cut,
-                parts,
-                memo,
-                context,
-            )
-        }
-        None => {
-            let tail = request.write_from("", 0, &plan.edits, breakpoint, 0);
-            after_base(Some(base), tail.body)
-        }
-    };
-    Some(Projection {
-        body: body_out,
-        format,
-        format_reason: "given",
-        report: super::Report {
-            plan: Default::default(),
-            parts: Some(Arc::new(parts)),
-            collapsed,
-        },
-        evidence,
-        server_side_history: request.hints.server_side_history,
-        progress,
-        verdicts: Vec::new(),
-        breakpoint,
-        resumed: true,
-    })
+    let items = base.hashed_item..base.chosen_until + 1;
+    items_hash(transcript, items) == base.items
+        && session.unpaired == 0
+        && !session.steps.is_empty()
+        && live_after(session, base)
+        && !asks_later(transcript, base, config)
 }
 
 /// True when the live page state starts at or after the checkpoint's observation and is
@@ -468,11 +374,10 @@ fn asks_later(transcript: &Transcript<'_>, base: &Checkpoint, config: &Config) -
 
 /// The evidence of the tail: the choice resumed from `base`, rendered from the resume point
 /// on and written into `plan`; `None` when a cap dropped a quote written before it.
-fn choose(
+pub(crate) fn choose(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
-    memo: &Memo,
     base: &Checkpoint,
     cut: Option<&Cut>,
 ) -> Option<WrittenEvidence> {
@@ -485,7 +390,6 @@ fn choose(
         choice,
         Some(base.chosen_until),
         cut.map(|c| c.frozen),
-        Some(memo),
     );
     if chosen.lowest_drop.is_some_and(|d| d < base.resume.item) {
         return None;
@@ -526,7 +430,7 @@ impl ReportParts {
 }
 
 /// The whole request's plan, in parts, and how many observations it collapses.
-fn merged_plan(
+pub(crate) fn merged_plan(
     base: &Checkpoint,
     plan: &Plan,
     guidance: bool,
@@ -545,7 +449,10 @@ fn merged_plan(
 
 /// The whole request's evidence report: the checkpoint's blocks and the tail's, inside
 /// blocks before appended ones, each in transcript order.
-fn merged_evidence(base: &Checkpoint, written: Option<&WrittenEvidence>) -> EvidenceReport {
+pub(crate) fn merged_evidence(
+    base: &Checkpoint,
+    written: Option<&WrittenEvidence>,
+) -> EvidenceReport {
     let Some(w) = written else {
         return EvidenceReport::default();
     };

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use staleguard::{project_request, Config, Projected, RequestFormat};
+use staleguard::{Config, Projection, RequestFormat};
 
 /// JSON pointers to every tool result content, in order: Chat `messages[i].content` of
 /// `role: tool`, Anthropic `messages[i].content[j].content` of `tool_result` blocks,
@@ -53,18 +53,18 @@ pub fn text_of(content: &Value) -> String {
     }
 }
 
-pub fn project_as(body: &str, format: RequestFormat) -> Projected {
+pub fn project_as(body: &str, format: RequestFormat) -> Projection {
     let config = Config {
         browser_history_compaction: true,
         ..Config::default()
     };
-    project_request(body, format, &config).expect("projects")
+    staleguard::project(body, format, &config, staleguard::Options::default()).expect("projects")
 }
 
 /// Every SPEC 2 invariant one projection can show, for any format: only result contents
 /// change; each changed one is a receipt or the original with our parts after it; every
 /// other byte and key order is kept; projecting again changes nothing.
-pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
+pub fn check_any(input: &str, p: &Projection, format: RequestFormat) {
     let before: Value = serde_json::from_str(input).expect("valid JSON in");
     let mut after: Value = serde_json::from_str(&p.body).expect("valid JSON out");
     let slots = result_slots(&before);
@@ -79,12 +79,12 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
             continue;
         }
         let text = text_of(&a);
-        if text.starts_with(staleguard::receipt::RECEIPT_TAG) {
+        if text.starts_with(staleguard::RECEIPT_TAG) {
             collapsed += 1;
             let receipt = text.lines().next().unwrap_or("");
             assert!(receipt.len() <= 512);
-            assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
-            assert!(!staleguard::refs::has_ref_token(&text), "{text}");
+            assert_eq!(text.lines().nth(1), Some(staleguard::STALE_NOTICE));
+            assert!(!staleguard::internal::refs::has_ref_token(&text), "{text}");
         } else {
             let parts = a.as_array().expect("appended parts");
             let own = match b {
@@ -99,8 +99,8 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
             };
             for part in &parts[own..] {
                 let t = part["text"].as_str().unwrap_or("");
-                assert!(staleguard::appendix::is_appendix(t), "{t}");
-                assert!(!staleguard::refs::has_ref_token(t), "{t}");
+                assert!(staleguard::internal::appendix::is_appendix(t), "{t}");
+                assert!(!staleguard::internal::refs::has_ref_token(t), "{t}");
             }
         }
     }
@@ -118,7 +118,7 @@ pub fn check_any(input: &str, p: &Projected, format: RequestFormat) {
         "one breakpoint of ours at most"
     );
     if ours == 1 {
-        assert!(breakpoints(&before) < staleguard::adapter::MAX_BREAKPOINTS);
+        assert!(breakpoints(&before) < staleguard::internal::adapter::MAX_BREAKPOINTS);
     }
     assert_eq!(
         serde_json::to_string(&before).ok(),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use staleguard::{project_request, Config, Projected, RequestFormat, Status};
+use staleguard::{Config, Projection, RequestFormat, Status};
 
 /// `../shared/fixtures` beside the repository. Tests that need it fail loudly without it.
 pub fn shared_fixtures() -> PathBuf {
@@ -58,8 +58,14 @@ pub fn on() -> Config {
     }
 }
 
-pub fn project(body: &str) -> Projected {
-    project_request(body, RequestFormat::OpenAiChat, &on()).expect("projection")
+pub fn project(body: &str) -> Projection {
+    staleguard::project(
+        body,
+        RequestFormat::OpenAiChat,
+        &on(),
+        staleguard::Options::default(),
+    )
+    .expect("projection")
 }
 
 pub fn messages(body: &str) -> Vec<Value> {
@@ -68,7 +74,7 @@ pub fn messages(body: &str) -> Vec<Value> {
 }
 
 /// Index of the first message of the live page state, if any.
-pub fn live_message(p: &Projected) -> Option<usize> {
+pub fn live_message(p: &Projection) -> Option<usize> {
     p.report()
         .results
         .iter()
@@ -78,7 +84,7 @@ pub fn live_message(p: &Projected) -> Option<usize> {
 }
 
 /// Checks every SPEC 2 invariant that one projection can show on its own.
-pub fn check_invariants(input: &str, p: &Projected) {
+pub fn check_invariants(input: &str, p: &Projection) {
     let before = messages(input);
     let after = messages(&p.body);
     assert_eq!(before.len(), after.len(), "message count");
@@ -121,7 +127,7 @@ pub fn check_invariants(input: &str, p: &Projected) {
 }
 
 /// The message that carries the evidence block or guidance, if one was added.
-pub fn appended_message(p: &Projected) -> Option<usize> {
+pub fn appended_message(p: &Projection) -> Option<usize> {
     let item = p.report().edits.iter().find(|e| e.append)?.item;
     p.report()
         .results
@@ -149,9 +155,9 @@ fn check_appended(before: &Value, after: &Value) {
     assert!(parts.len() > own, "something was appended");
     for part in &parts[own..] {
         let text = part["text"].as_str().expect("appended text part");
-        assert!(staleguard::appendix::is_appendix(text), "{text}");
+        assert!(staleguard::internal::appendix::is_appendix(text), "{text}");
         assert!(
-            !staleguard::refs::has_ref_token(text),
+            !staleguard::internal::refs::has_ref_token(text),
             "ref token in {text}"
         );
     }
@@ -169,14 +175,11 @@ fn check_collapsed(before: &Value, after: &Value) {
     }
     let text = content_text(after);
     let receipt = text.lines().next().unwrap_or("");
-    assert!(
-        receipt.starts_with(staleguard::receipt::RECEIPT_TAG),
-        "{text}"
-    );
+    assert!(receipt.starts_with(staleguard::RECEIPT_TAG), "{text}");
     assert!(receipt.len() <= 512, "receipt {} bytes", receipt.len());
-    assert_eq!(text.lines().nth(1), Some(staleguard::receipt::STALE_NOTICE));
+    assert_eq!(text.lines().nth(1), Some(staleguard::STALE_NOTICE));
     assert!(
-        !staleguard::refs::has_ref_token(&text),
+        !staleguard::internal::refs::has_ref_token(&text),
         "ref token in {text}"
     );
 }
@@ -197,14 +200,14 @@ pub fn content_text(message: &Value) -> String {
 /// The message where A's frozen content ends: its live page state or its newest browser
 /// result, whichever comes first (SPEC 9 C1). Guidance is appended to the newest browser
 /// result, so that result moves on even when no observation is live.
-pub fn frozen_message(p: &Projected) -> usize {
+pub fn frozen_message(p: &Projection) -> usize {
     let live = live_message(p);
     let newest = p.report().results.last().map(|r| r.message);
     live.into_iter().chain(newest).min().unwrap_or(usize::MAX)
 }
 
 /// Prefix stability: everything before A's frozen end is byte-identical in projected(B).
-pub fn check_prefix_stable(a: &Projected, b: &Projected) {
+pub fn check_prefix_stable(a: &Projection, b: &Projection) {
     let (ma, mb) = (messages(&a.body), messages(&b.body));
     let stop = frozen_message(a).min(ma.len());
     for i in 0..stop {
@@ -251,13 +254,69 @@ pub fn tool_text(body: &str) -> String {
 }
 
 /// The evidence block appended to a projected body, if any.
-pub fn evidence_block(p: &Projected) -> Option<String> {
+pub fn evidence_block(p: &Projection) -> Option<String> {
     let i = appended_message(p)?;
     let parts = messages(&p.body)[i]["content"].as_array()?.clone();
     parts
         .iter()
         .filter_map(|p| p["text"].as_str())
-        .find(|t| t.starts_with(staleguard::evidence::EVIDENCE_HEADER))
+        .find(|t| t.starts_with(staleguard::EVIDENCE_HEADER))
         .map(str::to_string)
 }
 pub mod formats;
+
+/// Progress over a whole transcript, repeated submissions included, as the guard replays it.
+pub fn track(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    config: &Config,
+) -> staleguard::Progress {
+    replayed(transcript, config, false).into_progress()
+}
+
+/// The no-progress steps of a transcript, as projection counts them.
+pub fn steps(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    config: &Config,
+) -> staleguard::Progress {
+    replayed(transcript, config, true).into_progress()
+}
+
+/// The guard's verdict on every browser call of `transcript`: `(item index, verdict)`.
+pub fn verdicts(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    config: &Config,
+) -> Vec<(usize, staleguard::Verdict)> {
+    use staleguard::internal::{guard, session::Session, tools::BrowserTools};
+    let tools = BrowserTools::new(&config.browser_tools);
+    let memo = staleguard::Memo::default();
+    let session = Session::build(transcript, &tools, &memo);
+    guard::verdicts(&session, &tools, config.max_repeats).1
+}
+
+/// The guard's verdict on a call proposed after the whole `transcript`.
+pub fn check(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    name: &str,
+    arguments: &str,
+    config: &Config,
+) -> staleguard::Verdict {
+    let tools = staleguard::internal::tools::BrowserTools::new(&config.browser_tools);
+    let tracker = replayed(transcript, config, false);
+    staleguard::internal::guard::check(&tracker, name, arguments, &tools)
+}
+
+fn replayed(
+    transcript: &staleguard::internal::transcript::Transcript<'_>,
+    config: &Config,
+    counting: bool,
+) -> staleguard::internal::progress::Tracker {
+    use staleguard::internal::{progress::Tracker, session::Session, tools::BrowserTools};
+    let tools = BrowserTools::new(&config.browser_tools);
+    let memo = staleguard::Memo::default();
+    let session = Session::build(transcript, &tools, &memo);
+    let tracker = match counting {
+        true => Tracker::counting(config.max_repeats),
+        false => Tracker::new(config.max_repeats),
+    };
+    tracker.replay(&session, |_, _, _, _| {})
+}

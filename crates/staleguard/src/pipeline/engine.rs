@@ -1,0 +1,212 @@
+//! The doors: a config compiled once ([`Engine`]), projection of a whole body or of the next
+//! turn given as its frames, and the guard's verdict on a proposed call.
+
+use crate::adapter::{read_request, RequestFormat};
+use crate::config::Config;
+use crate::error::Error;
+use crate::guard::{self, Verdict};
+use crate::memo::Memo;
+use crate::progress::Tracker;
+use crate::reading::{Depth, Reader};
+use crate::session::Session;
+use crate::tools::BrowserTools;
+
+use super::checkpoint::{self, Parts};
+use super::options::Options;
+use super::output::Projection;
+use super::run::{self, Run, Start};
+
+/// A [`Config`] with what it compiles kept: a host that projects many requests under one
+/// config (the proxy, the MCP guard) builds one engine and calls it for each.
+///
+/// ```
+/// use staleguard::{Config, Engine, Options, RequestFormat};
+///
+/// let engine = Engine::new(Config::default());
+/// let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+/// let projection = engine.project(body, RequestFormat::Auto, Options::default()).unwrap();
+/// assert_eq!(projection.body, body); // no browser result: nothing to collapse
+/// ```
+#[derive(Debug, Clone)]
+pub struct Engine {
+    config: Config,
+    tools: BrowserTools,
+}
+
+impl Engine {
+    /// Compiles `config`.
+    pub fn new(config: Config) -> Engine {
+        let tools = BrowserTools::new(&config.browser_tools);
+        Engine { config, tools }
+    }
+
+    /// The config it was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Projects `body`, read as `format`, with `options`: the call itself is the opt-in,
+    /// whatever `browser_history_compaction` says (that switch is for hosts, which read it
+    /// before they call). A body that cannot be read is an [`Error`], never a panic.
+    pub fn project(
+        &self,
+        body: &str,
+        format: RequestFormat,
+        options: Options<'_>,
+    ) -> Result<Projection, Error> {
+        let keep = self.checkpointing(format, &options);
+        if let Some(projected) = self.project_resumed(body, format, &options) {
+            return Ok(projected);
+        }
+        let local;
+        let memo = match options.memo {
+            Some(memo) => memo,
+            None => {
+                local = Memo::for_request(body.len());
+                &local
+            }
+        };
+        let run = Run {
+            config: &self.config,
+            tools: &self.tools,
+            options: &options,
+            memo,
+            keep: keep.map(|(_, context)| context),
+        };
+        let projected = run::run(body, format, Start::Fresh, &run)?;
+        // A run from the first message always answers; the error keeps that a fact of the
+        // types, not a panic.
+        projected.ok_or_else(|| Error::Shape {
+            format: format.name(),
+            reason: "the projection stopped before its end".into(),
+        })
+    }
+
+    /// [`project`](Self::project), only when the body, given as its byte parts in order (a
+    /// request's frames as they arrived), is the next turn of a session that
+    /// `options.memo` has seen: it resumes from the checkpoint the earlier turn left, and
+    /// costs a small share of a whole projection (about a millisecond for a megabyte). Only
+    /// the bytes after the checkpoint's resume point are copied and read as text, the rest
+    /// only hashed. `None` otherwise, after little work, and when those bytes are not UTF-8:
+    /// [`project`](Self::project) of the joined body then answers, or says why it cannot.
+    pub fn project_resumed_parts(
+        &self,
+        parts: &[&[u8]],
+        format: RequestFormat,
+        options: &Options<'_>,
+    ) -> Option<Projection> {
+        let (memo, context) = self.checkpointing(format, options)?;
+        let body = Parts::new(parts);
+        let found = checkpoint::kept_in(memo).find(&body, context, memo.seed())?;
+        let from = found.resume.offset;
+        let mut tail = Vec::with_capacity(body.len().saturating_sub(from));
+        body.slices(from..body.len())
+            .for_each(|s| tail.extend_from_slice(s));
+        let tail = String::from_utf8(tail).ok()?;
+        self.resume(&tail, format, options, memo, &found)
+    }
+
+    /// [`project`](Self::project) of the next turn of a session the memo has seen, from the
+    /// checkpoint its earlier turn left; `None` otherwise.
+    fn project_resumed(
+        &self,
+        body: &str,
+        format: RequestFormat,
+        options: &Options<'_>,
+    ) -> Option<Projection> {
+        let (memo, context) = self.checkpointing(format, options)?;
+        let parts = [body.as_bytes()];
+        let found = checkpoint::kept_in(memo).find(&Parts::new(&parts), context, memo.seed())?;
+        let tail = body.get(found.resume.offset..)?;
+        self.resume(tail, format, options, memo, &found)
+    }
+
+    /// Asks the guard about a call of tool `name` with `arguments` (JSON text), proposed
+    /// after the whole transcript of `body`.
+    ///
+    /// ```
+    /// use staleguard::{Config, Engine, RequestFormat, Verdict};
+    ///
+    /// let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    /// let engine = Engine::new(Config::default());
+    /// let verdict = engine.check_call(body, RequestFormat::Auto, "browser_click", r#"{"ref": "e1"}"#);
+    /// assert!(matches!(verdict, Ok(Verdict::Refuse { .. }))); // no page has been seen
+    /// ```
+    pub fn check_call(
+        &self,
+        body: &str,
+        format: RequestFormat,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Verdict, Error> {
+        let (request, _, _) = read_request(body, format)?;
+        let memo = Memo::for_request(body.len());
+        let reader = Reader {
+            memo: &memo,
+            depth: Depth::Header,
+        };
+        let session = Session::read(request.transcript(), &self.tools, reader);
+        let tracker = Tracker::new(self.config.max_repeats).replay(&session, |_, _, _, _| {});
+        Ok(guard::check(&tracker, name, arguments, &self.tools))
+    }
+
+    /// Projects `tail`, the bytes of a body from checkpoint `found`'s resume point on.
+    fn resume(
+        &self,
+        tail: &str,
+        format: RequestFormat,
+        options: &Options<'_>,
+        memo: &Memo,
+        found: &std::sync::Arc<checkpoint::Checkpoint>,
+    ) -> Option<Projection> {
+        let run = Run {
+            config: &self.config,
+            tools: &self.tools,
+            options,
+            memo,
+            keep: Some(found.context()),
+        };
+        let projected = run::run(tail, format, Start::From(found), &run).ok()??;
+        memo.count_resumed();
+        Some(projected)
+    }
+
+    /// The memo that keeps checkpoints for this request, and the context they are kept
+    /// under: only for the formats that resume, and for answers that depend on nothing a
+    /// checkpoint does not keep (host evidence, the guard's verdicts, a request budget that
+    /// weighs the whole request).
+    fn checkpointing<'m>(
+        &self,
+        format: RequestFormat,
+        options: &Options<'m>,
+    ) -> Option<(&'m Memo, u64)> {
+        let resumes = matches!(format, RequestFormat::OpenAiChat | RequestFormat::Anthropic);
+        let whole = !options.explicit.is_empty() || options.verdicts;
+        if !resumes || whole || self.config.request_budget_bytes.is_some() {
+            return None;
+        }
+        let memo = options.memo?;
+        Some((memo, checkpoint::context_of(format, &self.config)))
+    }
+}
+
+/// Projects `body` under `config`, with `options`: [`Engine::project`] of an engine built
+/// for this one call. A host that projects many requests keeps an [`Engine`].
+pub fn project(
+    body: &str,
+    format: RequestFormat,
+    config: &Config,
+    options: Options<'_>,
+) -> Result<Projection, Error> {
+    Engine::new(config.clone()).project(body, format, options)
+}
+
+/// [`Engine::project_resumed_parts`] of an engine built for this one call.
+pub fn project_resumed_parts(
+    parts: &[&[u8]],
+    format: RequestFormat,
+    config: &Config,
+    options: &Options<'_>,
+) -> Option<Projection> {
+    Engine::new(config.clone()).project_resumed_parts(parts, format, options)
+}
