@@ -8,7 +8,7 @@ use crate::Failure;
 
 /// Flags of `staleguard mcp`; each overrides the `[mcp]` table of the config.
 #[derive(clap::Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Pass calls and results through unchanged: no refusals, no ref namespacing, no
     /// guidance, no snapshots of our own.
     #[arg(long)]
@@ -39,7 +39,7 @@ pub struct McpArgs {
     command: Vec<OsString>,
 }
 
-pub fn run(args: McpArgs) -> Result<(), Failure> {
+pub(crate) fn run(args: McpArgs) -> Result<(), Failure> {
     let crate::Settings {
         mut config, mcp, ..
     } = crate::load_config(args.config.as_deref())?;

@@ -8,7 +8,7 @@ use crate::Failure;
 
 /// Flags of `staleguard proxy`; each overrides the `[proxy]` table of the config.
 #[derive(clap::Args)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// Address to listen on (default 127.0.0.1:8787).
     #[arg(long)]
     listen: Option<String>,
@@ -45,7 +45,7 @@ pub struct ProxyArgs {
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 
-pub fn run(args: ProxyArgs) -> Result<(), Failure> {
+pub(crate) fn run(args: ProxyArgs) -> Result<(), Failure> {
     let crate::Settings {
         config,
         proxy: file,

@@ -25,14 +25,14 @@ use staleguard::internal::transcript::Item;
 use staleguard::Edit;
 use staleguard::{project, Config, Memo, Options, RequestFormat, Status};
 
-pub use cache::{Bill, Model, Pricing};
-pub use facts::Need;
+pub(crate) use cache::{Bill, Model, Pricing};
+pub(crate) use facts::Need;
 
 use crate::Failure;
 
 /// The strategies compared, in table order. `none` and `newest-only` are what the others
 /// are measured against.
-pub const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
+pub(crate) const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
 
 /// What `newest-only` puts in place of every older observation: the reference's text.
 const PLACEHOLDER: &str = "[older browser observation omitted; its refs are stale]";
@@ -41,7 +41,7 @@ const CLEARED: &str = "[older tool result omitted]";
 
 /// `staleguard replay`'s arguments.
 #[derive(clap::Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// Recorded sessions: each the last request body of a session.
     #[arg(required = true)]
     sessions: Vec<PathBuf>,
@@ -98,7 +98,7 @@ pub struct ReplayArgs {
 
 /// Breakpoints a simulated client puts on every turn's request before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientMarks {
+pub(crate) enum ClientMarks {
     /// None beyond those the recorded bodies carry.
     Recorded,
     /// The last content block of the last message.
@@ -109,7 +109,7 @@ pub enum ClientMarks {
 
 /// Which cost model bills a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelChoice {
+pub(crate) enum ModelChoice {
     Auto,
     Fixed(Model),
 }
@@ -136,7 +136,7 @@ impl ModelChoice {
 }
 
 /// Options of a replay.
-pub struct ReplayOptions {
+pub(crate) struct ReplayOptions {
     pub facts: Vec<String>,
     pub model: ModelChoice,
     pub pricing: Pricing,
@@ -150,7 +150,7 @@ pub struct ReplayOptions {
 
 /// One strategy on one turn.
 #[derive(Debug, Clone, Serialize)]
-pub struct Turn {
+pub(crate) struct Turn {
     pub turn: usize,
     #[serde(flatten)]
     pub bill: Bill,
@@ -163,7 +163,7 @@ pub struct Turn {
 
 /// One strategy over a session.
 #[derive(Debug, Clone, Serialize)]
-pub struct StrategyReplay {
+pub(crate) struct StrategyReplay {
     pub strategy: &'static str,
     pub total: Bill,
     pub relative_to_none: f64,
@@ -176,7 +176,7 @@ pub struct StrategyReplay {
 
 /// One fact, and whether each strategy's request that needs it holds it.
 #[derive(Debug, Clone, Serialize)]
-pub struct FactCheck {
+pub(crate) struct FactCheck {
     pub fact: String,
     pub needed_in: Need,
     /// The turn (from 1) whose request must hold it.
@@ -189,7 +189,7 @@ pub struct FactCheck {
 
 /// A whole session under every strategy.
 #[derive(Debug, Clone, Serialize)]
-pub struct SessionReplay {
+pub(crate) struct SessionReplay {
     pub session: String,
     pub format: &'static str,
     pub cache_model: Model,
@@ -201,13 +201,13 @@ pub struct SessionReplay {
 }
 
 impl SessionReplay {
-    pub fn strategy(&self, name: &str) -> Option<&StrategyReplay> {
+    pub(crate) fn strategy(&self, name: &str) -> Option<&StrategyReplay> {
         self.strategies.iter().find(|s| s.strategy == name)
     }
 }
 
 /// Runs `staleguard replay`.
-pub fn run(args: ReplayArgs) -> Result<(), Failure> {
+pub(crate) fn run(args: ReplayArgs) -> Result<(), Failure> {
     if args.plot.is_some() && args.sessions.len() != 1 {
         return Err(Failure::Message(
             "--plot draws one session: give one".to_string(),
@@ -306,7 +306,11 @@ struct TurnRequest {
 }
 
 /// Replays `body`, the last request of a session.
-pub fn replay(body: &str, name: &str, options: &ReplayOptions) -> Result<SessionReplay, Failure> {
+pub(crate) fn replay(
+    body: &str,
+    name: &str,
+    options: &ReplayOptions,
+) -> Result<SessionReplay, Failure> {
     let (_, format, _) = read_request(body, RequestFormat::Auto)?;
     let session: Value = serde_json::from_str(body)?;
     let model = options.model.resolve(format);

@@ -254,7 +254,7 @@ mod added {
     /// `added_ms` of each request line: resumed (warm), projected whole, and untouched
     /// (the hop alone).
     #[derive(Default)]
-    pub struct Added {
+    pub(crate) struct Added {
         pub resumed: Vec<f64>,
         pub whole: Vec<f64>,
         pub untouched: Vec<f64>,
@@ -267,14 +267,14 @@ mod added {
     });
 
     /// What was logged since the last call.
-    pub fn take() -> Added {
+    pub(crate) fn take() -> Added {
         SEEN.lock()
             .map(|mut s| std::mem::take(&mut *s))
             .unwrap_or_default()
     }
 
     /// A proxy process's JSON log line (`--log-json`).
-    pub fn record_json(line: &str) {
+    pub(crate) fn record_json(line: &str) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             return;
         };
@@ -299,7 +299,7 @@ mod added {
         }
     }
 
-    pub struct Logged;
+    pub(crate) struct Logged;
 
     #[derive(Default)]
     struct Line {
@@ -500,7 +500,7 @@ mod external {
     use std::process::{Child, Command, Stdio};
     use std::time::Duration;
 
-    pub struct Proxy {
+    pub(crate) struct Proxy {
         child: Child,
         pub addr: SocketAddr,
     }
@@ -508,7 +508,7 @@ mod external {
     impl Proxy {
         /// `bin proxy` in front of `upstream` with a memo of `memo_bytes`, projecting when
         /// `compaction`, on `cpus` (a `taskset` list) when given.
-        pub fn spawn(
+        pub(crate) fn spawn(
             bin: &str,
             upstream: SocketAddr,
             memo_bytes: usize,
@@ -565,9 +565,9 @@ mod external {
     }
 
     /// A busy loop at the lowest priority on `cpus`, until dropped.
-    pub struct Awake(Child);
+    pub(crate) struct Awake(Child);
 
-    pub fn keep_awake(cpus: &str) -> Awake {
+    pub(crate) fn keep_awake(cpus: &str) -> Awake {
         let spin = [
             "-i",
             "0",
@@ -594,7 +594,7 @@ mod external {
     }
 
     /// Every thread of this process on `cpus`.
-    pub fn pin_self(cpus: &str) {
+    pub(crate) fn pin_self(cpus: &str) {
         let pid = std::process::id().to_string();
         let ok = Command::new("taskset")
             .args(["-a", "-p", "-c", cpus, &pid])

@@ -19,7 +19,7 @@ use crate::usage::{Usage, UsageRead};
 type Label = [(&'static str, &'static str); 1];
 
 /// What the proxy did with a request: the `outcome` label of `requests_total`.
-pub const OUTCOMES: &[&str] = &[
+pub(crate) const OUTCOMES: &[&str] = &[
     "projected",
     "passthrough",
     "untouched",

@@ -224,7 +224,7 @@ pub struct Step {
     pub fingerprint: Fingerprint,
     /// Consecutive browser results that left the fingerprint unchanged, this one included.
     pub no_progress: u32,
-    /// `no_progress` reached [`Config::max_repeats`]: the session is stalled. Projection
+    /// `no_progress` reached [`Config::max_repeats`](crate::Config::max_repeats): the session is stalled. Projection
     /// appends [`guidance`] to the newest result when its step is.
     pub stalled: bool,
 }

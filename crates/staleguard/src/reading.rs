@@ -356,7 +356,7 @@ pub(crate) fn reads_as_confirmation(text: &str) -> bool {
 /// across requests, keyed by a hash of the text's bytes.
 #[derive(Debug)]
 pub struct Reading {
-    /// The short observation ID receipts show ([`receipt::observation_id`]).
+    /// The short observation ID receipts show ([`observation_id`](crate::result_lines::observation_id)).
     pub id: String,
     /// The text reads as a failure (the wire format's own error flag is the step's).
     pub failed: bool,

@@ -86,7 +86,7 @@ pub(crate) fn page_id(arguments: &str) -> Option<String> {
     page_id_of(args.get("pageId")?)
 }
 
-/// A `pageId` argument's value as [`page_id`] reads it.
+/// A `pageId` argument's value as `page_id` reads it.
 pub fn page_id_of(value: &Value) -> Option<String> {
     match value {
         Value::Number(n) => Some(n.to_string()),

@@ -64,7 +64,7 @@ impl BrowserTools {
     }
 
     /// True when `name`, or a name it goes by under an MCP client's prefix
-    /// ([`bare_names`]), matches a pattern.
+    /// (`bare_names`), matches a pattern.
     pub fn is_browser(&self, name: &str) -> bool {
         bare_names(name).any(|n| self.patterns.iter().any(|p| p.matches(n)))
     }

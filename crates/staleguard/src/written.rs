@@ -775,14 +775,14 @@ fn choose_for_page<'t>(
         | u128::from(model_hash(transcript, page.item, at.until));
     let memo = session.memo;
     let all = PageChunks::of(memo, page);
-    let score = || -> Box<[u32]> {
+    let score = || -> Vec<u32> {
         let model = model_words(transcript, page.item, at.until);
-        page_scores(memo, page, task.words(), &model).into()
+        page_scores(memo, page, task.words(), &model)
     };
     let at = (page.key, context_key);
     let len = all.len();
-    let same = |s: &Box<[u32]>| s.len() == len;
-    let weigh = |s: &Box<[u32]>| SCORES_ENTRY_BYTES + 4 * s.len() as u64;
+    let same = |s: &Vec<u32>| s.len() == len;
+    let weigh = |s: &Vec<u32>| SCORES_ENTRY_BYTES + 4 * s.capacity() as u64;
     let scores = memo.kept(Share::Small, at, same, score, weigh);
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.

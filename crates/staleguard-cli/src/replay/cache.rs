@@ -20,9 +20,9 @@ use serde::Serialize;
 use super::render::Rendered;
 
 /// Breakpoints a request may carry; Anthropic rejects more.
-pub const MAX_BREAKPOINTS: usize = 4;
+pub(super) const MAX_BREAKPOINTS: usize = 4;
 /// Block boundaries a breakpoint looks back over for an earlier entry.
-pub const LOOKBACK_BLOCKS: usize = 20;
+pub(super) const LOOKBACK_BLOCKS: usize = 20;
 /// What a write costs under a marker that asks for an hour (`"ttl": "1h"`), by Anthropic's
 /// price list: 2 times an input token, against 1.25 for the 5-minute cache.
 const ONE_HOUR: u64 = 3600;
@@ -30,7 +30,7 @@ const ONE_HOUR_WRITE: f64 = 2.0;
 
 /// The cost model, and its prices relative to an uncached input byte.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Pricing {
+pub(crate) struct Pricing {
     pub read: f64,
     pub write: f64,
     /// Lifetime of an entry that names none, in seconds.
@@ -41,7 +41,7 @@ pub struct Pricing {
 
 /// What one turn's request cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Bill {
+pub(crate) struct Bill {
     pub sent_bytes: usize,
     pub read_bytes: usize,
     pub written_bytes: usize,
@@ -52,7 +52,7 @@ pub struct Bill {
 }
 
 impl Bill {
-    pub fn add(&mut self, other: &Bill) {
+    pub(crate) fn add(&mut self, other: &Bill) {
         self.sent_bytes += other.sent_bytes;
         self.read_bytes += other.read_bytes;
         self.written_bytes += other.written_bytes;
@@ -65,13 +65,13 @@ impl Bill {
 /// Which rules bill a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Model {
+pub(crate) enum Model {
     Prefix,
     Breakpoints,
 }
 
 /// The cache as one strategy's requests leave it, turn after turn.
-pub struct Cache {
+pub(super) struct Cache {
     model: Model,
     pricing: Pricing,
     /// Prefix model: the previous request and when it was sent.
@@ -93,7 +93,7 @@ impl Entry {
 }
 
 impl Cache {
-    pub fn new(model: Model, pricing: Pricing) -> Cache {
+    pub(super) fn new(model: Model, pricing: Pricing) -> Cache {
         Cache {
             model,
             pricing,
@@ -103,7 +103,7 @@ impl Cache {
     }
 
     /// Bills the request of turn `turn` (from 0).
-    pub fn bill(&mut self, turn: usize, request: &Rendered) -> Bill {
+    pub(super) fn bill(&mut self, turn: usize, request: &Rendered) -> Bill {
         let now = self.pricing.spacing_secs.saturating_mul(turn as u64);
         match self.model {
             Model::Prefix => self.bill_prefix(request, now),
@@ -200,7 +200,7 @@ impl Cache {
 }
 
 /// Bytes two requests share at the start.
-pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(super) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 

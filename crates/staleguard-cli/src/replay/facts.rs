@@ -15,7 +15,7 @@ use serde_json::Value;
 /// Which request a fact must be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Need {
+pub(crate) enum Need {
     /// The final answer states it: the request that produced the answer.
     Answer,
     /// The follow-up asks about it: the last request, which carries the follow-up.
@@ -23,7 +23,7 @@ pub enum Need {
 }
 
 impl Need {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Need::Answer => "answer",
             Need::FollowUp => "follow-up",
@@ -33,7 +33,7 @@ impl Need {
 
 /// A fact and the turn (index into the turn requests) whose request must hold it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placed {
+pub(super) struct Placed {
     pub fact: String,
     pub need: Need,
     pub turn: usize,
@@ -41,7 +41,7 @@ pub struct Placed {
 
 /// Places each fact. `turn_starts` holds, for each turn request, how many messages (or
 /// items) of the session it carries; the last is the whole session.
-pub fn place(session: &Value, facts: &[String], turn_starts: &[usize]) -> Vec<Placed> {
+pub(super) fn place(session: &Value, facts: &[String], turn_starts: &[usize]) -> Vec<Placed> {
     let last = turn_starts.len().saturating_sub(1);
     let answer = final_answer(session).and_then(|(index, text)| {
         let turn = turn_starts.iter().rposition(|&start| start <= index)?;
@@ -94,7 +94,7 @@ fn final_answer(session: &Value) -> Option<(usize, String)> {
 }
 
 /// The messages (or Responses items, or Gemini contents) of a request.
-pub fn items(request: &Value) -> &[Value] {
+pub(super) fn items(request: &Value) -> &[Value] {
     request
         .get("messages")
         .or_else(|| request.get("input"))
@@ -107,7 +107,7 @@ pub fn items(request: &Value) -> &[Value] {
 /// The text of every tool result of a request, joined by newlines: OpenAI `tool` messages,
 /// Anthropic `tool_result` blocks, Responses `*_call_output` items, Gemini
 /// `functionResponse` parts, appended parts included.
-pub fn tool_results_text(request: &Value) -> String {
+pub(super) fn tool_results_text(request: &Value) -> String {
     let mut out = Vec::new();
     for item in items(request) {
         if item.get("role").and_then(Value::as_str) == Some("tool") {

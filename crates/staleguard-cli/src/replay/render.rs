@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 /// Where a cacheable block (a tool, a system block, a content block of a message) ends in
 /// the rendering, and the breakpoint it carries.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Block {
+pub(super) struct Block {
     /// Byte offset just after the block.
     pub end: usize,
     /// `Some` when the block carries `cache_control`: its own lifetime in seconds when it
@@ -33,7 +33,7 @@ pub struct Block {
 
 /// One request, rendered.
 #[derive(Debug, Clone, Default)]
-pub struct Rendered {
+pub(super) struct Rendered {
     /// The bytes in cache order.
     pub bytes: Vec<u8>,
     /// Where each message (or Responses item) starts in `bytes`.
@@ -44,7 +44,7 @@ pub struct Rendered {
 
 /// How `cache_control` markers are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Markers {
+pub(super) enum Markers {
     /// Kept where the reference keeps them: in message and `tool_result` heads (text parts
     /// render their text alone, so a marker there never shows).
     AsReference,
@@ -55,7 +55,7 @@ pub enum Markers {
 const CACHE_CONTROL: &str = "cache_control";
 
 /// Renders a request body (`messages`, Responses `input` or Gemini `contents`).
-pub fn render(body: &Value, markers: Markers) -> Rendered {
+pub(super) fn render(body: &Value, markers: Markers) -> Rendered {
     let mut r = Renderer {
         out: String::new(),
         blocks: Vec::new(),
@@ -233,7 +233,7 @@ fn part_text(part: &Value, skip: &[&str], out: &mut String) {
 }
 
 /// `json.dumps(value, sort_keys=True, ensure_ascii=ascii)` of Python.
-pub fn py_json(value: &Value, ascii: bool, out: &mut String) {
+pub(super) fn py_json(value: &Value, ascii: bool, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),

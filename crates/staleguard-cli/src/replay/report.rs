@@ -7,7 +7,7 @@ use super::{Bill, Model, SessionReplay, StrategyReplay, Turn, STRATEGIES};
 use crate::Failure;
 
 /// A table per session, then, for more than one, a summary line per session.
-pub fn tables(replays: &[SessionReplay], per_turn: bool) -> String {
+pub(super) fn tables(replays: &[SessionReplay], per_turn: bool) -> String {
     let mut out = String::new();
     for replay in replays {
         session_table(replay, per_turn, &mut out);
@@ -178,7 +178,7 @@ fn summary(replays: &[SessionReplay], out: &mut String) {
 }
 
 /// Every turn of every strategy of every session.
-pub fn csv(replays: &[SessionReplay]) -> String {
+pub(super) fn csv(replays: &[SessionReplay]) -> String {
     let mut out = String::from(
         "session,turn,strategy,sent_bytes,read_bytes,written_bytes,uncached_bytes,cost,breakpoints,stale_refs,frozen_history_broken\n",
     );
@@ -208,7 +208,7 @@ pub fn csv(replays: &[SessionReplay]) -> String {
 }
 
 /// The cost of every turn for each strategy, as an SVG line chart.
-pub fn plot(r: &SessionReplay, path: &std::path::Path) -> Result<(), Failure> {
+pub(super) fn plot(r: &SessionReplay, path: &std::path::Path) -> Result<(), Failure> {
     use plotters::prelude::*;
     let fail =
         |e: &dyn std::fmt::Display| Failure::Message(format!("plot {}: {e}", path.display()));

@@ -18,17 +18,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// A scratch directory for one test, kept (and named) when the test fails.
-pub struct Scratch {
+pub(crate) struct Scratch {
     pub dir: PathBuf,
 }
 
 impl Scratch {
-    pub fn new(name: &str) -> Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!(
             "staleguard-agent-e2e-{}-{name}",
             std::process::id()
@@ -39,7 +39,7 @@ impl Scratch {
     }
 
     /// A folder of the scratch directory, created.
-    pub fn folder(&self, name: &str) -> PathBuf {
+    pub(crate) fn folder(&self, name: &str) -> PathBuf {
         let path = self.dir.join(name);
         fs::create_dir_all(&path).expect("create a scratch folder");
         path
@@ -47,7 +47,7 @@ impl Scratch {
 
     /// A throwaway home: `HOME`, the XDG folders and `TMPDIR` inside the scratch directory,
     /// as (name, value) pairs for the agent's environment.
-    pub fn home_env(&self) -> Vec<(String, String)> {
+    pub(crate) fn home_env(&self) -> Vec<(String, String)> {
         let home = self.folder("home");
         let mut env = vec![("HOME".to_string(), home.display().to_string())];
         for (key, sub) in [
@@ -78,7 +78,7 @@ impl Drop for Scratch {
 
 /// Kills, by process id, every process whose command line names `dir` (a browser whose
 /// profile sits in the scratch `TMPDIR` and that its MCP server left behind). Returns how many.
-pub fn kill_processes_under(dir: &Path) -> usize {
+pub(crate) fn kill_processes_under(dir: &Path) -> usize {
     // With the separator: another test's folder may start with this one's name.
     let needle = format!("{}/", dir.display());
     let mut killed = 0;
@@ -99,13 +99,13 @@ pub fn kill_processes_under(dir: &Path) -> usize {
     killed
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     listener.local_addr().expect("local address").port()
 }
 
 /// A child process that is killed when the guard goes.
-pub struct Running(pub Child);
+pub(crate) struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -115,7 +115,7 @@ impl Drop for Running {
 }
 
 /// A plain HTTP/1.0 GET on 127.0.0.1: (status, body).
-pub fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
+pub(crate) fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", port))
         .unwrap_or_else(|e| panic!("connect 127.0.0.1:{port}: {e}"));
     stream
@@ -140,7 +140,7 @@ pub fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
 /// One request the scripted model (or relay) received. A relay numbers what it forwards in an
 /// `x-e2e-seq` header from 1, in the order of its records, so a request the model received is
 /// paired with the one the agent sent even when requests in flight together cross.
-pub struct Record {
+pub(crate) struct Record {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
@@ -149,14 +149,14 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("{} body is not JSON ({e}): {:.300}", self.path, self.body))
     }
@@ -164,14 +164,14 @@ impl Record {
 
 /// A scripted server of `tests/agents`: `model.py` as the model or, with `--relay URL`, as a
 /// recording relay to URL, or another provider's scripted model such as `gemini_model.py`.
-pub struct Model {
+pub(crate) struct Model {
     _proc: Running,
     pub port: u16,
 }
 
 impl Model {
     /// `model.py`: the scripted model, or with `relay` a recording relay to it.
-    pub fn start(relay: Option<&str>) -> Model {
+    pub(crate) fn start(relay: Option<&str>) -> Model {
         match relay {
             Some(url) => Model::script("model.py", &["--relay", url]),
             None => Model::script("model.py", &[]),
@@ -180,7 +180,7 @@ impl Model {
 
     /// `python3 tests/agents/<script> <args>`: a server that prints the port it listens on as
     /// its first line and lists what it received at `GET /_requests`.
-    pub fn script(script: &str, args: &[&str]) -> Model {
+    pub(crate) fn script(script: &str, args: &[&str]) -> Model {
         let script = repo().join("tests/agents").join(script);
         assert!(script.is_file(), "missing {}", script.display());
         let mut child = Command::new("python3")
@@ -205,12 +205,12 @@ impl Model {
         }
     }
 
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Record> {
+    pub(crate) fn requests(&self) -> Vec<Record> {
         let (status, body) = http_get(self.port, "/_requests");
         assert_eq!(status, 200, "GET /_requests");
         let list: Vec<Value> = serde_json::from_slice(&body).expect("/_requests is JSON");
@@ -234,14 +234,14 @@ fn record(rec: &Value) -> Record {
 }
 
 /// `staleguard proxy` with compaction on, in front of `upstream`.
-pub struct Proxy {
+pub(crate) struct Proxy {
     proc: Option<Running>,
     pub port: u16,
     log: PathBuf,
 }
 
 impl Proxy {
-    pub fn start(scratch: &Scratch, upstream: &str) -> Proxy {
+    pub(crate) fn start(scratch: &Scratch, upstream: &str) -> Proxy {
         let port = free_port();
         let log = scratch.dir.join("proxy.stderr");
         let child = Command::new(env!("CARGO_BIN_EXE_staleguard"))
@@ -286,24 +286,24 @@ impl Proxy {
         }
     }
 
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Stops the proxy (its log lines are written when each answer has ended) and returns
     /// its log.
-    pub fn stop(&mut self) -> String {
+    pub(crate) fn stop(&mut self) -> String {
         self.proc.take();
         self.log_text()
     }
 }
 
 /// What an agent run left: its exit, standard output and standard error.
-pub struct Finished {
+pub(crate) struct Finished {
     pub success: bool,
     pub stdout: String,
     pub stderr: String,
@@ -311,7 +311,7 @@ pub struct Finished {
 }
 
 /// Runs `cmd` to its end within `limit`, killing it otherwise (and then failing).
-pub fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
+pub(crate) fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
     let start = Instant::now();
     let mut child = Running(
         cmd.stdin(Stdio::null())
@@ -351,7 +351,7 @@ pub fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
 
 /// `staleguard project --format <format>` of `body` under the proxy's configuration: what the
 /// proxy must have forwarded for it.
-pub fn project(scratch: &Scratch, format: &str, body: &str) -> String {
+pub(crate) fn project(scratch: &Scratch, format: &str, body: &str) -> String {
     let file = scratch.dir.join("sent-body.json");
     fs::write(&file, body).expect("write the body to project");
     let out = crate::common::project_file(&file, format);

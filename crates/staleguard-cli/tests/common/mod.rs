@@ -9,7 +9,7 @@ use serde_json::Value;
 /// `staleguard project --format <format> FILE`, run in the file's folder under the proxy's
 /// configuration (compaction on, evidence and progress at their defaults): what a proxy
 /// started there forwards for the body in `file`.
-pub fn project_file(file: &Path, format: &str) -> Vec<u8> {
+pub(crate) fn project_file(file: &Path, format: &str) -> Vec<u8> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_staleguard"));
     command
         .args(["project", "--format", format])
@@ -31,7 +31,7 @@ pub fn project_file(file: &Path, format: &str) -> Vec<u8> {
 }
 
 /// The text of a content value: a string, or its text parts joined with `\n`.
-pub fn text_of(content: &Value) -> String {
+pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

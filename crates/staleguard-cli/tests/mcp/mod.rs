@@ -14,16 +14,16 @@ use serde_json::{json, Value};
 
 /// The two server versions the tests pin: inline snapshots with positional refs, and
 /// file-linked snapshots.
-pub const VERSIONS: &[&str] = &["0.0.41", "0.0.83"];
+pub(crate) const VERSIONS: &[&str] = &["0.0.41", "0.0.83"];
 
 const WAIT: Duration = Duration::from_secs(120);
 
-pub fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The server command for `version`, with the flags the site README gives.
-pub fn server_command(version: &str) -> Vec<String> {
+pub(crate) fn server_command(version: &str) -> Vec<String> {
     let chromium = Path::new("/usr/bin/chromium");
     assert!(
         chromium.exists(),
@@ -53,7 +53,7 @@ pub fn server_command(version: &str) -> Vec<String> {
 
 /// The pinned `chrome-devtools-mcp` (tests/mcp/node/cdmcp-1.11.0) with the flags its
 /// recordings used (`../shared/fixtures/cdmcp-1.11.0/README.md`).
-pub fn cdmcp_command() -> Vec<String> {
+pub(crate) fn cdmcp_command() -> Vec<String> {
     let chromium = Path::new("/usr/bin/chromium");
     assert!(
         chromium.exists(),
@@ -79,13 +79,13 @@ pub fn cdmcp_command() -> Vec<String> {
 }
 
 /// `../shared/site/pages` (or another folder) served on 127.0.0.1.
-pub struct Site {
+pub(crate) struct Site {
     child: Child,
     pub base: String,
 }
 
 impl Site {
-    pub fn serve(dir: &Path) -> Site {
+    pub(crate) fn serve(dir: &Path) -> Site {
         assert!(
             dir.is_dir(),
             "{} is missing: the MCP tests serve the shared test site",
@@ -123,7 +123,7 @@ impl Site {
         }
     }
 
-    pub fn shared() -> Site {
+    pub(crate) fn shared() -> Site {
         Site::serve(&workspace().join("../shared/site/pages"))
     }
 }
@@ -136,7 +136,7 @@ impl Drop for Site {
 }
 
 /// A line-oriented MCP client of a child process.
-pub struct Client {
+pub(crate) struct Client {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -152,14 +152,14 @@ pub struct Client {
 
 impl Client {
     /// Starts `program args` and initialises the MCP session.
-    pub fn start(program: &str, args: &[String]) -> Client {
+    pub(crate) fn start(program: &str, args: &[String]) -> Client {
         let mut client = Client::spawn(program, args);
         client.initialize();
         client
     }
 
     /// `staleguard mcp [flags] -- <server>`.
-    pub fn guarded(flags: &[&str], server: &[String]) -> Client {
+    pub(crate) fn guarded(flags: &[&str], server: &[String]) -> Client {
         let mut args: Vec<String> = vec!["mcp".into()];
         args.extend(flags.iter().map(|s| s.to_string()));
         args.push("--".into());
@@ -167,7 +167,7 @@ impl Client {
         Client::start(env!("CARGO_BIN_EXE_staleguard"), &args)
     }
 
-    pub fn spawn(program: &str, args: &[String]) -> Client {
+    pub(crate) fn spawn(program: &str, args: &[String]) -> Client {
         // Servers from 0.0.69 write snapshot files under their working folder.
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -236,7 +236,7 @@ impl Client {
         }
     }
 
-    pub fn tools(&mut self) -> Vec<Value> {
+    pub(crate) fn tools(&mut self) -> Vec<Value> {
         let list = self.request("tools/list", json!({}));
         list["result"]["tools"]
             .as_array()
@@ -244,18 +244,18 @@ impl Client {
             .unwrap_or_else(|| panic!("tools/list: {list}"))
     }
 
-    pub fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         self.send_raw(&message.to_string());
     }
 
-    pub fn send_raw(&mut self, line: &str) {
+    pub(crate) fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         writeln!(stdin, "{line}").expect("write to the server");
         stdin.flush().expect("flush");
     }
 
     /// The next line from the server, answering its own requests on the way.
-    pub fn receive(&mut self) -> Value {
+    pub(crate) fn receive(&mut self) -> Value {
         loop {
             let line = self.lines.recv_timeout(WAIT).unwrap_or_else(|_| {
                 panic!(
@@ -280,7 +280,7 @@ impl Client {
         }
     }
 
-    pub fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = json!(self.next_id);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -293,7 +293,7 @@ impl Client {
     }
 
     /// A tool call: the result object.
-    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+    pub(crate) fn call(&mut self, name: &str, arguments: Value) -> Value {
         let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
         answer
             .get("result")
@@ -302,13 +302,13 @@ impl Client {
     }
 
     /// Closes the client's side and waits for the exit code.
-    pub fn finish(mut self) -> Option<i32> {
+    pub(crate) fn finish(mut self) -> Option<i32> {
         self.finish_keeping_stderr()
     }
 
     /// [`finish`](Self::finish), keeping the client: once this returns, `stderr` holds
     /// everything the process wrote there.
-    pub fn finish_keeping_stderr(&mut self) -> Option<i32> {
+    pub(crate) fn finish_keeping_stderr(&mut self) -> Option<i32> {
         self.stdin = None;
         let code = wait_timeout(&mut self.child, Duration::from_secs(60));
         // A browser the server left behind may hold the pipe open: wait a while, not forever.
@@ -326,7 +326,7 @@ impl Drop for Client {
     }
 }
 
-pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
+pub(crate) fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
     let start = std::time::Instant::now();
     loop {
         if let Ok(Some(status)) = child.try_wait() {
@@ -341,7 +341,7 @@ pub fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
 }
 
 /// The text parts of a result, joined.
-pub fn text(result: &Value) -> String {
+pub(crate) fn text(result: &Value) -> String {
     result["content"]
         .as_array()
         .into_iter()
@@ -351,17 +351,17 @@ pub fn text(result: &Value) -> String {
         .join("\n")
 }
 
-pub fn is_error(result: &Value) -> bool {
+pub(crate) fn is_error(result: &Value) -> bool {
     result["isError"] == json!(true)
 }
 
 /// The uid of the element whose Chrome DevTools MCP snapshot line holds `role "name"`.
-pub fn find_uid(page: &str, role: &str, name: &str) -> String {
+pub(crate) fn find_uid(page: &str, role: &str, name: &str) -> String {
     token_on_line(page, &format!(" {role} \"{name}\""), "uid=", ' ')
 }
 
 /// The ref of the element whose line holds `role "name"`.
-pub fn find_ref(page: &str, role: &str, name: &str) -> String {
+pub(crate) fn find_ref(page: &str, role: &str, name: &str) -> String {
     token_on_line(page, &format!("{role} \"{name}\""), "[ref=", ']')
 }
 

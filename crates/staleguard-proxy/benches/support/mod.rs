@@ -12,7 +12,7 @@ use staleguard_proxy::{Route, Routes, Settings};
 
 /// A scripted model on a free loopback port: it answers Anthropic `/messages` and OpenAI
 /// requests with a short message that says how many bytes it received.
-pub async fn upstream() -> SocketAddr {
+pub(crate) async fn upstream() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -30,7 +30,7 @@ pub async fn upstream() -> SocketAddr {
 
 /// A proxy on a free loopback port in front of `upstream`, projecting under `config`, with a
 /// memo of `memo_bytes` (0: off).
-pub async fn proxy(upstream: SocketAddr, memo_bytes: usize, config: Config) -> SocketAddr {
+pub(crate) async fn proxy(upstream: SocketAddr, memo_bytes: usize, config: Config) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -326,7 +326,7 @@ pub struct LineParser {
 }
 
 /// The controls of an aria tree: every node of a [`CONTROL_ROLES`] role, with its name,
-/// value and sorted states. A parse leaves them out of [`Observation::controls`]: the tree's
+/// value and sorted states. A parse leaves them out of `Observation::controls`: the tree's
 /// nodes already carry them into the fingerprint, and on a dense page of buttons listing them
 /// took a third of the parse's memory.
 pub fn controls(tree: &str) -> Vec<Control<'_>> {
@@ -348,7 +348,7 @@ pub(crate) fn controls_of<'a>(obs: &Observation<'a>) -> Vec<Control<'a>> {
 }
 
 impl LineParser {
-    /// Parses one tree line into `obs`: its canonical [`Node`] for the fingerprint, and, for
+    /// Parses one tree line into `obs`: its canonical `Node` for the fingerprint, and, for
     /// node lines, its ref and text chunks. Lines that are not nodes (property
     /// lines such as `- /url: ...`, prose, broken quoting) add only their text to the
     /// fingerprint.
@@ -404,7 +404,7 @@ impl LineParser {
     }
 }
 
-/// The hash a [`Node`] keeps of its ref, to merge diffs: never part of the fingerprint.
+/// The hash a `Node` keeps of its ref, to merge diffs: never part of the fingerprint.
 pub fn ref_hash(id: &str) -> u64 {
     // 0 stands for "no ref".
     xxhash_rust::xxh3::xxh3_64(id.as_bytes()).max(1)

@@ -243,13 +243,13 @@ pub(crate) fn format_named(name: &str) -> Option<&'static dyn ObservationFormat>
     FORMATS.iter().copied().find(|f| f.name() == name)
 }
 
-/// [`ObservationFormat::snapshot_tool`] of the format named `name`; `browser_snapshot` when
+/// `ObservationFormat::snapshot_tool` of the format named `name`; `browser_snapshot` when
 /// no format named the page yet.
 pub fn snapshot_tool(name: &str) -> &'static str {
     format_named(name).map_or("browser_snapshot", |f| f.snapshot_tool())
 }
 
-/// [`ObservationFormat::refs_unique`] of the format named `name`.
+/// `ObservationFormat::refs_unique` of the format named `name`.
 pub fn refs_unique(name: &str) -> bool {
     format_named(name).is_some_and(|f| f.refs_unique())
 }
@@ -273,7 +273,7 @@ pub(crate) fn tab_list(text: &str) -> Vec<Tab<'_>> {
         .collect()
 }
 
-/// [`parse`], at header depth: see [`ObservationFormat::parse_header`].
+/// [`parse`], at header depth: see `ObservationFormat::parse_header`.
 pub fn parse_header(text: &str) -> Option<Observation<'_>> {
     FORMATS.iter().find_map(|f| f.parse_header(text))
 }

@@ -10,7 +10,7 @@ use staleguard::{Config, Projection, RequestFormat};
 /// `role: tool`, Anthropic `messages[i].content[j].content` of `tool_result` blocks,
 /// Responses `input[i].output` of `function_call_output` items, Gemini
 /// `functionResponse.response` text values ([`gemini_slots`]).
-pub fn result_slots(v: &Value) -> Vec<String> {
+pub(crate) fn result_slots(v: &Value) -> Vec<String> {
     let mut slots = Vec::new();
     for (i, m) in v["messages"].as_array().into_iter().flatten().enumerate() {
         if m["role"] == "tool" || m["role"] == "function" {
@@ -33,7 +33,7 @@ pub fn result_slots(v: &Value) -> Vec<String> {
 
 /// The text of a content value (string, text parts joined, or a string holding JSON text
 /// parts, as some agent SDKs forward MCP results).
-pub fn text_of(content: &Value) -> String {
+pub(crate) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => match serde_json::from_str::<Value>(s) {
             Ok(inner @ (Value::Object(_) | Value::Array(_))) if s.contains("\"text\"") => {
@@ -53,7 +53,7 @@ pub fn text_of(content: &Value) -> String {
     }
 }
 
-pub fn project_as(body: &str, format: RequestFormat) -> Projection {
+pub(crate) fn project_as(body: &str, format: RequestFormat) -> Projection {
     let config = Config {
         browser_history_compaction: true,
         ..Config::default()
@@ -64,7 +64,7 @@ pub fn project_as(body: &str, format: RequestFormat) -> Projection {
 /// Every SPEC 2 invariant one projection can show, for any format: only result contents
 /// change; each changed one is a receipt or the original with our parts after it; every
 /// other byte and key order is kept; projecting again changes nothing.
-pub fn check_any(input: &str, p: &Projection, format: RequestFormat) {
+pub(crate) fn check_any(input: &str, p: &Projection, format: RequestFormat) {
     let before: Value = serde_json::from_str(input).expect("valid JSON in");
     let mut after: Value = serde_json::from_str(&p.body).expect("valid JSON out");
     let slots = result_slots(&before);
@@ -131,7 +131,7 @@ pub fn check_any(input: &str, p: &Projection, format: RequestFormat) {
 
 /// Removes from `after` the `cache_control` of every message content block that has none in
 /// `before`; how many there were.
-pub fn strip_new_breakpoints(before: &Value, after: &mut Value) -> usize {
+pub(crate) fn strip_new_breakpoints(before: &Value, after: &mut Value) -> usize {
     let mut added = 0;
     let Some(messages) = after.get_mut("messages").and_then(Value::as_array_mut) else {
         return 0;
@@ -151,7 +151,7 @@ pub fn strip_new_breakpoints(before: &Value, after: &mut Value) -> usize {
 }
 
 /// The `cache_control` breakpoints of an Anthropic body: tools, system and message blocks.
-pub fn breakpoints(body: &Value) -> usize {
+pub(crate) fn breakpoints(body: &Value) -> usize {
     let marked = |list: &Value| {
         list.as_array().map_or(0, |l| {
             l.iter().filter(|b| !b["cache_control"].is_null()).count()
@@ -172,7 +172,7 @@ pub fn breakpoints(body: &Value) -> usize {
 
 /// `after` with the breakpoint of ours that `before` lacks taken out, byte for byte: the
 /// bytes of our breakpoint, inserted once.
-pub fn without_our_breakpoint(before: &str, after: &str) -> String {
+pub(crate) fn without_our_breakpoint(before: &str, after: &str) -> String {
     const OURS: &str = r#","cache_control":{"type":"ephemeral"}"#;
     let first = before
         .bytes()
@@ -192,7 +192,7 @@ pub fn without_our_breakpoint(before: &str, after: &str) -> String {
 
 /// A recorded OpenAI Chat session as an OpenAI Responses body, with a reasoning item
 /// (encrypted) before every turn of tool calls.
-pub fn chat_to_responses(chat: &str) -> String {
+pub(crate) fn chat_to_responses(chat: &str) -> String {
     let v: Value = serde_json::from_str(chat).expect("chat JSON");
     let mut input = Vec::new();
     for (n, m) in v["messages"].as_array().into_iter().flatten().enumerate() {
@@ -219,7 +219,7 @@ pub fn chat_to_responses(chat: &str) -> String {
 
 /// How a Gemini client writes calls and results, for [`chat_to_gemini`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GeminiClient {
+pub(crate) enum GeminiClient {
     /// Gemini CLI (0.61.0): the API's calls carry no `id`, the CLI answers with ids of its
     /// own and `{"output": text}`, the MCP text inside `<untrusted_context>` tags.
     Cli,
@@ -233,7 +233,7 @@ pub enum GeminiClient {
 /// `client` writes it: the system prompt as `systemInstruction`, tools as
 /// `functionDeclarations`, the results of one turn's calls in one user content, and a
 /// thought signature on every turn's first call.
-pub fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
+pub(crate) fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
     let v: Value = serde_json::from_str(chat).expect("chat JSON");
     let mut contents: Vec<Value> = Vec::new();
     let mut names = std::collections::HashMap::new();
@@ -314,7 +314,7 @@ pub fn chat_to_gemini(chat: &str, client: GeminiClient) -> String {
 }
 
 /// MCP text as Gemini CLI hands it to the model (its `wrapUntrusted`).
-pub fn untrusted(text: &str) -> String {
+pub(crate) fn untrusted(text: &str) -> String {
     let escaped = text.replace("</untrusted_context>", "&lt;/untrusted_context&gt;");
     format!("<untrusted_context>\n{escaped}\n</untrusted_context>")
 }

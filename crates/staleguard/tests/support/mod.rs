@@ -7,20 +7,20 @@ use serde_json::Value;
 use staleguard::{Config, Projection, RequestFormat, Status};
 
 /// `../shared/fixtures` beside the repository. Tests that need it fail loudly without it.
-pub fn shared_fixtures() -> PathBuf {
+pub(crate) fn shared_fixtures() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
     assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
     dir
 }
 
 /// Fixtures recorded into this repository (`fixtures/`).
-pub fn repo_fixtures() -> PathBuf {
+pub(crate) fn repo_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 /// Every OpenAI Chat fixture: shared 0.0.41, 0.0.83 and the seed format, plus the
 /// repository's own recordings of 0.0.30 and 0.0.56.
-pub fn openai_fixtures() -> Vec<PathBuf> {
+pub(crate) fn openai_fixtures() -> Vec<PathBuf> {
     let mut files = Vec::new();
     let dirs = [
         shared_fixtures().join("pwmcp-0.0.41"),
@@ -36,7 +36,7 @@ pub fn openai_fixtures() -> Vec<PathBuf> {
 }
 
 /// The OpenAI Chat fixtures of `dir`, sorted; at least one.
-pub fn openai_fixtures_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn openai_fixtures_in(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("fixture dir {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -47,18 +47,18 @@ pub fn openai_fixtures_in(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-pub fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-pub fn on() -> Config {
+pub(crate) fn on() -> Config {
     Config {
         browser_history_compaction: true,
         ..Config::default()
     }
 }
 
-pub fn project(body: &str) -> Projection {
+pub(crate) fn project(body: &str) -> Projection {
     staleguard::project(
         body,
         RequestFormat::OpenAiChat,
@@ -68,13 +68,13 @@ pub fn project(body: &str) -> Projection {
     .expect("projection")
 }
 
-pub fn messages(body: &str) -> Vec<Value> {
+pub(crate) fn messages(body: &str) -> Vec<Value> {
     let v: Value = serde_json::from_str(body).expect("valid JSON");
     v["messages"].as_array().cloned().unwrap_or_default()
 }
 
 /// Index of the first message of the live page state, if any.
-pub fn live_message(p: &Projection) -> Option<usize> {
+pub(crate) fn live_message(p: &Projection) -> Option<usize> {
     p.report()
         .results
         .iter()
@@ -84,7 +84,7 @@ pub fn live_message(p: &Projection) -> Option<usize> {
 }
 
 /// Checks every SPEC 2 invariant that one projection can show on its own.
-pub fn check_invariants(input: &str, p: &Projection) {
+pub(crate) fn check_invariants(input: &str, p: &Projection) {
     let before = messages(input);
     let after = messages(&p.body);
     assert_eq!(before.len(), after.len(), "message count");
@@ -127,7 +127,7 @@ pub fn check_invariants(input: &str, p: &Projection) {
 }
 
 /// The message that carries the evidence block or guidance, if one was added.
-pub fn appended_message(p: &Projection) -> Option<usize> {
+pub(crate) fn appended_message(p: &Projection) -> Option<usize> {
     let item = p.report().edits.iter().find(|e| e.append)?.item;
     p.report()
         .results
@@ -185,7 +185,7 @@ fn check_collapsed(before: &Value, after: &Value) {
 }
 
 /// The text of a message's content (a string, or text parts joined), evidence included.
-pub fn content_text(message: &Value) -> String {
+pub(crate) fn content_text(message: &Value) -> String {
     match &message["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -200,14 +200,14 @@ pub fn content_text(message: &Value) -> String {
 /// The message where A's frozen content ends: its live page state or its newest browser
 /// result, whichever comes first (SPEC 9 C1). Guidance is appended to the newest browser
 /// result, so that result moves on even when no observation is live.
-pub fn frozen_message(p: &Projection) -> usize {
+pub(crate) fn frozen_message(p: &Projection) -> usize {
     let live = live_message(p);
     let newest = p.report().results.last().map(|r| r.message);
     live.into_iter().chain(newest).min().unwrap_or(usize::MAX)
 }
 
 /// Prefix stability: everything before A's frozen end is byte-identical in projected(B).
-pub fn check_prefix_stable(a: &Projection, b: &Projection) {
+pub(crate) fn check_prefix_stable(a: &Projection, b: &Projection) {
     let (ma, mb) = (messages(&a.body), messages(&b.body));
     let stop = frozen_message(a).min(ma.len());
     for i in 0..stop {
@@ -220,7 +220,7 @@ pub fn check_prefix_stable(a: &Projection, b: &Projection) {
 }
 
 /// The body with only its first `n` messages.
-pub fn truncate(body: &str, n: usize) -> String {
+pub(crate) fn truncate(body: &str, n: usize) -> String {
     let mut v: Value = serde_json::from_str(body).expect("valid JSON");
     if let Some(list) = v["messages"].as_array_mut() {
         list.truncate(n);
@@ -229,7 +229,7 @@ pub fn truncate(body: &str, n: usize) -> String {
 }
 
 /// An OpenAI Chat body: a user task, one call and result per step, then `question`.
-pub fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
+pub(crate) fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
     let mut messages = vec![serde_json::json!({"role": "user", "content": "do the task"})];
     for (i, (name, text)) in steps.iter().enumerate() {
         let id = format!("call_{}", i + 1);
@@ -244,7 +244,7 @@ pub fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
 }
 
 /// All tool result text of a body (what the model can quote), without assistant messages.
-pub fn tool_text(body: &str) -> String {
+pub(crate) fn tool_text(body: &str) -> String {
     messages(body)
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -254,7 +254,7 @@ pub fn tool_text(body: &str) -> String {
 }
 
 /// The evidence block appended to a projected body, if any.
-pub fn evidence_block(p: &Projection) -> Option<String> {
+pub(crate) fn evidence_block(p: &Projection) -> Option<String> {
     let i = appended_message(p)?;
     let parts = messages(&p.body)[i]["content"].as_array()?.clone();
     parts
@@ -263,10 +263,10 @@ pub fn evidence_block(p: &Projection) -> Option<String> {
         .find(|t| t.starts_with(staleguard::EVIDENCE_HEADER))
         .map(str::to_string)
 }
-pub mod formats;
+pub(crate) mod formats;
 
 /// Progress over a whole transcript, repeated submissions included, as the guard replays it.
-pub fn track(
+pub(crate) fn track(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> staleguard::Progress {
@@ -274,7 +274,7 @@ pub fn track(
 }
 
 /// The no-progress steps of a transcript, as projection counts them.
-pub fn steps(
+pub(crate) fn steps(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> staleguard::Progress {
@@ -282,7 +282,7 @@ pub fn steps(
 }
 
 /// The guard's verdict on every browser call of `transcript`: `(item index, verdict)`.
-pub fn verdicts(
+pub(crate) fn verdicts(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> Vec<(usize, staleguard::Verdict)> {
@@ -294,7 +294,7 @@ pub fn verdicts(
 }
 
 /// The guard's verdict on a call proposed after the whole `transcript`.
-pub fn check(
+pub(crate) fn check(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     name: &str,
     arguments: &str,
