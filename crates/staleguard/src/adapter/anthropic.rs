@@ -10,9 +10,11 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::format::RequestFormat;
 use super::lenient::{is_object, List, Located, Seen};
 use super::request::{Hints, ResumeAt, WireRequest};
-use super::{json_error, raw_text, string_of, tail, RequestFormat};
+use super::strings::{json_error, raw_text, string_of};
+use super::tail;
 use crate::error::Error;
 use crate::transcript::{Item, Role, ToolCall};
 

@@ -81,7 +81,7 @@ pub(super) fn read<'a>(raw: &'a RawValue, text_type: &'static str) -> Option<Con
     let json = raw.get();
     let mut content = match json.as_bytes().first()? {
         b'"' => {
-            let text: Cow<'_, str> = super::string_of(raw)?;
+            let text: Cow<'_, str> = super::strings::string_of(raw)?;
             unwrap_string(text)
         }
         b'[' => {

@@ -33,7 +33,7 @@ use serde_json::value::RawValue;
 
 use super::lenient::List;
 use super::request::{Hints, WireRequest};
-use super::{json_error, raw_text, string_of};
+use super::strings::{json_error, raw_text, string_of};
 use crate::error::Error;
 use crate::transcript::{Item, Role, ToolCall};
 

@@ -10,9 +10,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::content;
+use super::format::RequestFormat;
 use super::lenient::{is_object, List, Located, Seen};
 use super::request::{Hints, ResumeAt, WireRequest};
-use super::{json_error, raw_text, string_of, tail, RequestFormat};
+use super::strings::{json_error, raw_text, string_of};
+use super::tail;
 use crate::error::Error;
 use crate::transcript::{Item, Role, ToolCall};
 
@@ -177,7 +179,7 @@ pub(crate) fn read_from<'a>(body: &'a str, at: &ResumeAt) -> Option<WireRequest<
 
 fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>) {
     if let Some(c) = m.content {
-        request.hints.has_anthropic_blocks |= super::looks_anthropic(c);
+        request.hints.has_anthropic_blocks |= super::strings::looks_anthropic(c);
     }
     match m.role.and_then(string_of).as_deref() {
         Some("tool") => read_result(request, index, m.tool_call_id, m.content),

@@ -5,8 +5,8 @@
 use serde_json::value::RawValue;
 
 use super::content::{self, Content, Shape, Style};
+use super::format::RequestFormat;
 use super::lenient::{is_json_space, List, Located, Seen};
-use super::RequestFormat;
 use crate::transcript::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
 

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::aria::{self, lines};
-use super::{Observation, ObservationFormat, TreeKind};
+use super::model::{Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "agent-browser";

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use super::aria::{is_ref_id, lines, Line};
-use super::{Control, ElementRef, Observation, ObservationFormat, TreeKind};
+use super::model::{Control, ElementRef, Observation, ObservationFormat, TreeKind};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "ankita";

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use memchr::memchr;
 
-use super::{Control, ElementRef, Node, Observation};
+use super::model::{Control, ElementRef, Node, Observation};
 
 /// Roles the model can act on. Their role, name, value and states form the page's controls.
 pub const CONTROL_ROLES: &[&str] = &[
@@ -259,7 +259,7 @@ impl Blocks {
 
 /// The canonical nodes of `tree`, as a full parse finds them.
 pub fn tree_nodes(tree: &str) -> Vec<Node> {
-    let mut obs = Observation::new("aria", super::TreeKind::Full);
+    let mut obs = Observation::new("aria", super::model::TreeKind::Full);
     parse_tree(tree, &mut obs);
     obs.nodes
 }
@@ -330,7 +330,7 @@ pub struct LineParser {
 /// nodes already carry them into the fingerprint, and on a dense page of buttons listing them
 /// took a third of the parse's memory.
 pub fn controls(tree: &str) -> Vec<Control<'_>> {
-    let mut obs = Observation::new("aria", super::TreeKind::Full);
+    let mut obs = Observation::new("aria", super::model::TreeKind::Full);
     let mut parser = LineParser {
         controls: true,
         ..LineParser::default()

@@ -22,7 +22,7 @@
 use std::borrow::Cow;
 
 use super::aria::{is_control_role, lines, Line};
-use super::{Control, ElementRef, Node, Observation, ObservationFormat, Tab, TreeKind};
+use super::model::{Control, ElementRef, Node, Observation, ObservationFormat, Tab, TreeKind};
 
 /// Name of this format.
 pub const NAME: &str = "chrome-devtools-mcp";

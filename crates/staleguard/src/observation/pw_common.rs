@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::aria::{self, lines};
-use super::{Observation, Tab, TreeKind};
+use super::model::{Observation, Tab, TreeKind};
 use crate::failure::{line_starts_found, HEADING};
 
 pub(super) const H_RAN_CODE: u16 = 1;

@@ -6,8 +6,8 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
+use super::model::{Observation, ObservationFormat};
 use super::pw_common::{build, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
-use super::{Observation, ObservationFormat};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-legacy";

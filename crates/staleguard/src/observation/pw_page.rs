@@ -2,8 +2,8 @@
 //! `### Snapshot` (an inline ```yaml tree, full or incremental, or a link to a `.yml` file),
 //! `### Result`, `### Error`, `### Events`.
 
+use super::model::{Observation, ObservationFormat};
 use super::pw_common::{build, has_any_heading, scan, Depth, H_PAGE, H_SNAPSHOT};
-use super::{Observation, ObservationFormat};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-0.0.57";

@@ -2,8 +2,8 @@
 //! 0.0.56), `### Open tabs`, `### Page state` with `- Page URL:`, `- Page Title:` and
 //! `- Page Snapshot:` + ```yaml (incremental from 0.0.51), `### Result`.
 
+use super::model::{Observation, ObservationFormat};
 use super::pw_common::{build, has_heading, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
-use super::{Observation, ObservationFormat};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-0.0.32";
