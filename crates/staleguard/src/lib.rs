@@ -89,7 +89,6 @@ mod texts;
 mod tools;
 mod transcript;
 mod urlnorm;
-mod written;
 
 pub mod internal;
 

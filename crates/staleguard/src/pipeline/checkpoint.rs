@@ -22,11 +22,11 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::adapter::{RequestFormat, ResumeAt};
 use crate::evidence::Quote;
+use crate::evidence::{Block, Choice};
 use crate::memo::{Memo, Slot};
 use crate::progress::Tracker;
 use crate::projection::ResultReport;
 use crate::transcript::Edit;
-use crate::written::{Block, Choice};
 
 /// Where an edit goes in a plan's list: receipts, then guidance, then evidence appended
 /// inside collapsed content, then the answers to questions.

@@ -17,13 +17,13 @@
 use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
 use crate::body::Body;
 use crate::config::Config;
+use crate::evidence::{Block, Written};
 use crate::evidence::{EvidenceReport, Quote};
 use crate::memo::Memo;
 use crate::progress::Tracker;
 use crate::projection::{self, Plan, ResultReport};
 use crate::session::Session;
 use crate::transcript::{Edit, Item, Role, Transcript};
-use crate::written::{Block, Written};
 
 use super::checkpoint::{self, Checkpoint, EditGroup, Shared};
 use super::stages::{frozen_end, written_report, WrittenEvidence};
@@ -266,7 +266,7 @@ fn is_observation(r: &ResultReport) -> bool {
 }
 
 /// The group of every edit of a plan whose edits are receipts, then the guidance (when
-/// `guidance`), then what `written` appended ([`crate::written::apply`]'s order).
+/// `guidance`), then what `written` appended ([`crate::evidence::apply`]'s order).
 fn edit_groups(edits: &[Edit], guidance: bool, written: Option<&Written>) -> Vec<EditGroup> {
     let receipts = edits.iter().filter(|e| !e.append).count();
     let replaced: std::collections::HashSet<usize> =
@@ -383,7 +383,7 @@ pub(crate) fn choose(
 ) -> Option<WrittenEvidence> {
     let mut choice = base.choice.clone()?;
     choice.state.lowest_drop = None;
-    let (chosen, kept) = crate::written::choose_from(
+    let (chosen, kept) = crate::evidence::choose_from(
         request.transcript(),
         session,
         plan,
@@ -395,7 +395,7 @@ pub(crate) fn choose(
         return None;
     }
     let written = chosen.render_from(chosen.len(), base.resume.item);
-    crate::written::apply(&written, &mut plan.edits);
+    crate::evidence::apply(&written, &mut plan.edits);
     Some(WrittenEvidence { written, kept })
 }
 

@@ -76,11 +76,11 @@ pub(crate) fn add_written_evidence(
     config: &Config,
     snapshot: Option<usize>,
 ) -> (EvidenceReport, WrittenEvidence) {
-    let (chosen, kept) = crate::written::choose_from(
+    let (chosen, kept) = crate::evidence::choose_from(
         request.transcript(),
         session,
         plan,
-        crate::written::Choice::new(limits(config)),
+        crate::evidence::Choice::new(limits(config)),
         None,
         snapshot,
     );
@@ -90,7 +90,7 @@ pub(crate) fn add_written_evidence(
     let (written, edits) = loop {
         let written = chosen.render(keep);
         let mut edits = plan.edits.clone();
-        crate::written::apply(&written, &mut edits);
+        crate::evidence::apply(&written, &mut edits);
         let fits = config
             .request_budget_bytes
             .map_or(true, |budget| request.written_len(&edits) <= budget);
@@ -106,8 +106,8 @@ pub(crate) fn add_written_evidence(
 
 /// The evidence a request carries, and the choice a checkpoint keeps.
 pub(crate) struct WrittenEvidence {
-    pub(crate) written: crate::written::Written,
-    pub(crate) kept: Option<crate::written::Choice>,
+    pub(crate) written: crate::evidence::Written,
+    pub(crate) kept: Option<crate::evidence::Choice>,
 }
 
 /// The caps of the evidence track in `config`.
@@ -120,7 +120,7 @@ pub(crate) fn limits(config: &Config) -> evidence::Limits {
 }
 
 /// What `written` reports: its quotes, refusals, omissions and bytes.
-pub(crate) fn written_report(written: &crate::written::Written) -> EvidenceReport {
+pub(crate) fn written_report(written: &crate::evidence::Written) -> EvidenceReport {
     let bytes = written
         .inside
         .iter()

@@ -1,7 +1,8 @@
-//! Evidence written once (SPEC 9, C2 and C3): an observation's quotes are chosen when it
-//! collapses and travel inside its collapsed content, after the receipt; a user message that
-//! asks about pages already collapsed gets the quotes that answer it once, as a part of its
-//! own on the newest browser result before it.
+//! The chooser: which quotes the evidence track carries. A collapsed page's own quotes are
+//! chosen when the next observation supersedes it and written inside it; a user message
+//! that asks about pages already collapsed gets the quotes that answer it once (SPEC 9, C2
+//! and C3); the items a host names are grounded in the chunks the browser returned and
+//! fitted within the caps (SPEC 3).
 //!
 //! Everything here is a function of the transcript up to the point where it is written: the
 //! quotes of an observation depend on the transcript up to the result that superseded it,
@@ -10,83 +11,39 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::evidence::{
-    chunks_of, line_of, page_words, Chunk, Limits, PageChunks, Quote, EVIDENCE_HEADER,
-};
 use crate::memo::{table_bytes, Memo, Share};
 use crate::projection::{Plan, Status};
-use crate::refs::neutralise;
 use crate::session::{Session, Step};
-use crate::texts;
-use crate::transcript::Edit;
+use crate::texts::{self, EVIDENCE_HEADER};
 use crate::transcript::{Item, Role, Transcript};
+use crate::urlnorm::normalise;
 
-/// Maps keyed by page text or its word hashes, which a page chooses: hashed with a random
-/// key, and fast.
-type Fast = ahash::RandomState;
+use super::candidates::{page_words, Chunk, Fast, Gathered, PageChunks};
+use super::ranking::{
+    is_error_page, model_hash, model_words, page_scores, shown_on, Words, DEFINES, MIN_PAGE_SCORE,
+    RARE_MAX_CHUNKS,
+};
+use super::report::{DropReason, EvidenceItem, Limits, Quote, Selection};
+use super::writing::{line_in, line_of, omitted_notice, quote_of, refused_notice, Block, Written};
 
 /// Quotes one collapsed page keeps at most: fewer, better quotes beat many weak ones, and
 /// every byte is read again on every later turn.
-const MAX_QUOTES_PER_PAGE: usize = 5;
+pub(crate) const MAX_QUOTES_PER_PAGE: usize = 5;
 
 /// Bytes of quote text one collapsed page keeps at most.
-const MAX_BYTES_PER_PAGE: usize = 800;
-
-/// Chunks up to this many bytes are labels, cells and values: short facts.
-const SHORT_FACT: usize = 64;
+pub(crate) const MAX_BYTES_PER_PAGE: usize = 800;
 
 /// Quotes a follow-up question adds at most.
-const MAX_QUOTES_PER_QUESTION: usize = 3;
-
-/// What a chunk that starts with a word of a follow-up question scores for it: the chunk
-/// defines the word.
-const DEFINES: u32 = 4;
-
-/// Words in more chunks of the pages ranked than this single nothing out.
-const RARE_MAX_CHUNKS: usize = 3;
-
-/// The score a chunk of a collapsed page needs to be quoted: about two rare words of the
-/// task, or one number or identifier it names.
-const MIN_PAGE_SCORE: u32 = 6;
+pub(crate) const MAX_QUOTES_PER_QUESTION: usize = 3;
 
 /// Bytes of a kept list of scores besides its own: its key, the shared pointer's counts
 /// and the cache's entry.
-const SCORES_ENTRY_BYTES: u64 = 96;
-
-/// `weight`, shared among the `df` chunks that hold the word: a word on every line of a
-/// page singles nothing out.
-fn rarity(weight: u32, df: usize) -> u32 {
-    match df {
-        0 => 0,
-        df if df > 2 * RARE_MAX_CHUNKS => 0,
-        df => weight / df as u32,
-    }
-}
-
-/// The evidence a request carries: blocks inside collapsed observations, and parts after
-/// the newest browser result before a question.
-#[derive(Debug, Default)]
-pub(crate) struct Written {
-    /// Text to add inside the collapsed content of a result (after its receipt).
-    pub inside: Vec<(usize, String)>,
-    /// Parts to append to a result (quotes that answer a later question).
-    pub appended: Vec<(usize, String)>,
-    /// Every quote written, in request order.
-    pub quotes: Vec<Quote>,
-    /// Chunks that ranked but were over the per-quote limit: refused whole, with a notice.
-    pub refused: Vec<Quote>,
-    /// Quotes left out by the request budget, with a notice.
-    pub omitted: Vec<Quote>,
-    /// The block of each quote in `quotes`.
-    pub(crate) quote_blocks: Vec<Block>,
-    /// The block of each quote in `refused`.
-    pub(crate) refused_blocks: Vec<Block>,
-}
+pub(crate) const SCORES_ENTRY_BYTES: u64 = 96;
 
 /// One quote on its way to the request. It owns its text: a checkpoint keeps the quotes
 /// chosen so far across requests.
 #[derive(Debug, Clone)]
-struct Kept {
+pub(crate) struct Kept {
     /// Its page's normalised URL, which tells quotes of one page apart.
     key: String,
     quote: Quote,
@@ -94,14 +51,6 @@ struct Kept {
     line: String,
     /// The block it is written in.
     block: Block,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Block {
-    /// Inside the collapsed content of transcript item `.0`.
-    Inside(usize),
-    /// A part appended to transcript item `.0`.
-    Appended(usize),
 }
 
 /// Chooses the quotes of the collapsed observations and follow-up questions of `session`
@@ -266,7 +215,7 @@ impl Choice {
 /// What a page's quotes are weighed against: the user's words so far, and the text every
 /// page of the site repeats.
 #[derive(Clone, Copy)]
-struct Context<'c> {
+pub(crate) struct Context<'c> {
     task_hash: u64,
     furniture: &'c Furniture,
 }
@@ -274,7 +223,7 @@ struct Context<'c> {
 /// The user's messages so far, whose words are read only when a page's scores are not
 /// kept: on a later turn every page's are.
 #[derive(Default, Clone)]
-struct Task {
+pub(crate) struct Task {
     texts: Vec<String>,
     words: Words,
     read: usize,
@@ -294,7 +243,7 @@ impl Task {
 /// says nothing about any one page. Read from the pages before each point where quotes are
 /// chosen, so the choice depends on the transcript up to there alone.
 #[derive(Default, Clone)]
-struct Furniture {
+pub(crate) struct Furniture {
     /// The page each text was first seen on, by its index in `pages`.
     first_seen: HashMap<u64, u32, Fast>,
     /// The keys of the pages read, in the order they first showed a text.
@@ -354,60 +303,9 @@ impl Furniture {
     }
 }
 
-/// Words of context, each with whether it holds a digit.
-#[derive(Default, Clone)]
-struct Words(HashMap<u64, bool, Fast>);
-
-impl Words {
-    /// Adds the words of `text`, leaving URLs out: a URL names where the agent goes
-    /// (`http://127.0.0.1:8441/os.html`), not what it looks for there, and its host and port
-    /// would single out any chunk that lists addresses.
-    fn add(&mut self, text: &str) {
-        for piece in text.split_whitespace().map(before_url) {
-            for (w, digit) in crate::evidence::words_with_digits(piece) {
-                self.0.insert(w, digit);
-            }
-        }
-    }
-
-    fn of(text: &str) -> Words {
-        let mut words = Words::default();
-        words.add(text);
-        words
-    }
-
-    /// The weight of word `w` in this context: a number or an identifier singles a fact
-    /// out far better than a plain word.
-    fn weight(&self, w: u64, plain: u32, digits: u32) -> u32 {
-        match self.0.get(&w) {
-            Some(true) => digits,
-            Some(false) => plain,
-            None => 0,
-        }
-    }
-}
-
-/// A whitespace-free piece of text up to the URL in it, if any (`{"url":"http://a/b"}`
-/// keeps `{"url":"`).
-fn before_url(piece: &str) -> &str {
-    // Most pieces hold no colon; a substring search costs a searcher's set-up per piece.
-    if !piece.as_bytes().contains(&b':') {
-        return piece;
-    }
-    match piece.find("://") {
-        Some(at) => {
-            let scheme = piece[..at]
-                .rfind(|c: char| !c.is_ascii_alphanumeric())
-                .map_or(0, |i| i + 1);
-            &piece[..scheme]
-        }
-        None => piece,
-    }
-}
-
 /// Where quotes are chosen, in transcript order.
 #[derive(Debug, Clone, Copy)]
-enum Event {
+pub(crate) enum Event {
     /// Step `step` was superseded by step `next`, the observation at transcript item
     /// `until`.
     Collapse {
@@ -420,15 +318,6 @@ enum Event {
     Question { item: usize, target: usize },
 }
 
-impl Block {
-    /// The transcript item it is written on.
-    pub(crate) fn item(self) -> usize {
-        match self {
-            Block::Inside(item) | Block::Appended(item) => item,
-        }
-    }
-}
-
 impl Event {
     /// Where in the transcript it happens.
     fn at(&self) -> usize {
@@ -439,7 +328,7 @@ impl Event {
     }
 }
 
-struct Events {
+pub(crate) struct Events {
     order: Vec<Event>,
 }
 
@@ -639,10 +528,7 @@ impl Chosen {
             .filter(|(b, _)| *b == block)
             .map(|(_, q)| q.clone())
             .collect();
-        notices.extend(crate::evidence::refused_notice(
-            &refused,
-            self.max_quote_bytes,
-        ));
+        notices.extend(refused_notice(&refused, self.max_quote_bytes));
         written
             .refused_blocks
             .extend(std::iter::repeat(block).take(refused.len()));
@@ -657,35 +543,18 @@ impl Chosen {
             notices.push(texts::quotes_dropped_by_caps(dropped));
         }
         if newest && omitted > 0 {
-            notices.push(crate::evidence::omitted_notice(omitted));
+            notices.push(omitted_notice(omitted));
         }
         notices
     }
 }
 
-fn over(kept: &[Kept], items: usize, bytes: usize) -> bool {
+pub(crate) fn over(kept: &[Kept], items: usize, bytes: usize) -> bool {
     kept.len() > items || kept.iter().map(|k| k.line.len() + 1).sum::<usize>() > bytes
 }
 
-fn quote_of(c: &Chunk<'_>) -> Quote {
-    Quote {
-        source_url: c.url.to_string(),
-        observation: c.observation.to_string(),
-        quote: c.text.to_string(),
-    }
-}
-
-/// A quote's line in `block`: inside its own page's content the receipt above names URL
-/// and page.
-fn line_in(block: Block, c: &Chunk<'_>) -> String {
-    match block {
-        Block::Inside(_) => own_line(c.text),
-        Block::Appended(_) => line_of(c.url, c.observation, c.text),
-    }
-}
-
 /// What one page or question picked: the quotes, and the chunks refused whole.
-struct Picked<'t> {
+pub(crate) struct Picked<'t> {
     chunks: Vec<Chunk<'t>>,
     refused: Vec<Chunk<'t>>,
 }
@@ -699,61 +568,10 @@ impl Picked<'_> {
     }
 }
 
-/// A quote line inside the collapsed content of its own page: the receipt above it names
-/// the URL and the observation.
-fn own_line(quote: &str) -> String {
-    format!(
-        r#"{{"quote":{}}}"#,
-        crate::json::json_string(&neutralise(quote))
-    )
-}
-
-/// The texts the model wrote and the arguments it sent between transcript items `from` and
-/// `until`.
-fn model_texts<'t>(
-    transcript: &'t Transcript<'_>,
-    from: usize,
-    until: usize,
-) -> impl Iterator<Item = &'t str> + 't {
-    let window = transcript
-        .items
-        .get(from + 1..until.min(transcript.items.len()));
-    window
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|item| match item {
-            Item::Text {
-                role: Role::Assistant,
-                text,
-            } => Some(text.as_ref()),
-            Item::Call(call) => Some(call.arguments.as_ref()),
-            _ => None,
-        })
-}
-
-/// What the model wrote and did between transcript items `from` and `until`.
-fn model_words(transcript: &Transcript<'_>, from: usize, until: usize) -> Words {
-    let mut words = Words::default();
-    for text in model_texts(transcript, from, until) {
-        words.add(text);
-    }
-    words
-}
-
-/// A hash of what the model wrote and did between transcript items `from` and `until`.
-fn model_hash(transcript: &Transcript<'_>, from: usize, until: usize) -> u64 {
-    let mut hash = xxhash_rust::xxh3::Xxh3::new();
-    for text in model_texts(transcript, from, until) {
-        hash.update(text.as_bytes());
-        hash.update(&[0]);
-    }
-    hash.digest()
-}
-
 /// The quotes of the collapsed page `at`, as the step that superseded it left it: the
 /// chunks that share rare words with the user's task or with what the model wrote and did
 /// after reading it, numbers and identifiers first; none that the next page still shows.
-fn choose_for_page<'t>(
+pub(crate) fn choose_for_page<'t>(
     transcript: &'t Transcript<'_>,
     session: &'t Session<'t>,
     at: Page,
@@ -801,90 +619,9 @@ fn choose_for_page<'t>(
     best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
 }
 
-/// The score of every chunk of `page` against the user's `task` and what the `model` wrote
-/// and did after reading it: the rare words it shares with them, the first and last rows
-/// of a table, the section the URL points at, dates, short facts with numbers.
-fn page_scores(memo: &Memo, page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
-    let header = page.reading.header.as_ref();
-    let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
-    let section = section_of(url, chunks_of(memo, page).map(|c| c.text));
-    let frequency = &page_words(memo, page).facts.frequency;
-    // One lookup per word of the page: the task's and the model's weights, summed. Few
-    // words of a page are in either, and only those need their page frequency.
-    let mut weights: HashMap<u64, u32, Fast> = HashMap::default();
-    for (words, plain, digits) in [(task, 4, 12), (model, 2, 8)] {
-        for (&w, &digit) in &words.0 {
-            *weights.entry(w).or_default() += if digit { digits } else { plain };
-        }
-    }
-    let score = |(i, c): (usize, Chunk<'_>)| {
-        let matched: u32 = c
-            .words
-            .iter()
-            .filter_map(|w| Some((*weights.get(w)?, w)))
-            .map(|(weight, w)| rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize))
-            .sum();
-        // The first and last rows of a table, the section the URL points at (what the
-        // agent went there to read) and dates are candidates of their own.
-        let end = if section.contains(&i) {
-            MIN_PAGE_SCORE
-        } else if c.candidate {
-            MIN_PAGE_SCORE - 1
-        } else {
-            0
-        };
-        let date = if c.facts.date { MIN_PAGE_SCORE - 1 } else { 0 };
-        if matched + end + date == 0 {
-            return 0;
-        }
-        // A long paragraph matches many words; a short fact with a number is worth as much.
-        let number = c.facts.number;
-        let short = if c.text.len() <= SHORT_FACT && number {
-            2
-        } else {
-            0
-        };
-        matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
-    };
-    chunks_of(memo, page).enumerate().map(score).collect()
-}
-
-/// The hashes of the texts `step`'s page shows: what is still there needs no quote.
-fn shown_on(memo: &Memo, step: &Step<'_>) -> HashSet<u64, Fast> {
-    let facts = &page_words(memo, step).facts.chunks;
-    facts.iter().map(|f| f.hash).collect()
-}
-
-/// Chunks after a heading count as its section, up to this many.
-const SECTION_CHUNKS: usize = 10;
-
-/// The chunks of the section that `url`'s fragment names: those after the first chunk whose
-/// letters and digits begin with the fragment's (`#event-warning` names "Event: 'warning'",
-/// as documentation sites derive anchors from headings). Empty without a fragment.
-fn section_of<'x>(url: &str, texts: impl Iterator<Item = &'x str>) -> std::ops::Range<usize> {
-    let slug = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let fragment = url
-        .split_once('#')
-        .map(|(_, f)| slug(f))
-        .unwrap_or_default();
-    if fragment.len() < 3 || fragment == "top" {
-        return 0..0;
-    }
-    let mut texts = texts.enumerate();
-    match texts.find(|(_, t)| t.len() < 200 && slug(t).starts_with(&fragment)) {
-        Some((at, _)) => at + 1..at + 1 + SECTION_CHUNKS,
-        None => 0..0,
-    }
-}
-
 /// A collapsed page: its step, the step that superseded it, and that step's transcript item.
 #[derive(Debug, Clone, Copy)]
-struct Page {
+pub(crate) struct Page {
     step: usize,
     next: Option<usize>,
     until: usize,
@@ -892,14 +629,14 @@ struct Page {
 
 /// Where each asked word occurs among the chunks of the collapsed pages: a question's
 /// candidates are found by its words, not by reading every page again for every question.
-struct Index<'t> {
+pub(crate) struct Index<'t> {
     chunks: Vec<(usize, Chunk<'t>)>,
     postings: HashMap<u64, Vec<usize>, Fast>,
 }
 
 /// The words of the request's questions, each question's and all of them: the only words
 /// the index is looked up by.
-struct Asked {
+pub(crate) struct Asked {
     by_item: HashMap<usize, Words, Fast>,
     all: HashSet<u64, Fast>,
 }
@@ -1005,7 +742,7 @@ impl<'t> Index<'t> {
 /// The quotes that answer a user message, whose words are `question`: chunks of pages
 /// collapsed before step `target` that share its rare words, and that the request does not
 /// carry yet.
-fn choose_for_question<'t>(
+pub(crate) fn choose_for_question<'t>(
     session: &'t Session<'t>,
     index: &Index<'t>,
     target: usize,
@@ -1033,7 +770,7 @@ fn choose_for_question<'t>(
         if postings.len() <= 2 * RARE_MAX_CHUNKS {
             let defines = |at: &usize| {
                 index.chunks.get(*at).is_some_and(|(_, c)| {
-                    crate::evidence::words_with_digits(c.text)
+                    super::candidates::words_with_digits(c.text)
                         .next()
                         .map(|(h, _)| h)
                         == Some(w)
@@ -1074,7 +811,12 @@ fn choose_for_question<'t>(
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
 /// Ties go to the newer page, then to page order: deterministic.
-fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &Chosen) -> Picked<'t> {
+pub(crate) fn best<'t>(
+    chunks: Vec<(Chunk<'t>, u32)>,
+    min: u32,
+    max: usize,
+    state: &Chosen,
+) -> Picked<'t> {
     let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
     let mut ranked: Vec<(u32, usize)> = scores
         .iter()
@@ -1124,56 +866,122 @@ fn best<'t>(chunks: Vec<(Chunk<'t>, u32)>, min: u32, max: usize, state: &Chosen)
     }
 }
 
-/// Chromium's error pages (`chrome-error://`) give no evidence.
-fn is_error_page(url: Option<&str>) -> bool {
-    url.is_some_and(|u| u.starts_with("chrome-error:"))
+/// A grounded explicit item, borrowed until it is kept or refused.
+pub(crate) struct Candidate<'c> {
+    url: &'c str,
+    /// `url`, normalised.
+    key: String,
+    observation: &'c str,
+    text: &'c str,
 }
 
-/// Writes `written` into the plan's edits: blocks inside collapsed content go after the
-/// receipt of that result; appended parts after its content (inside it, when it collapsed).
-pub(crate) fn apply(written: &Written, edits: &mut Vec<Edit>) {
-    let mut replaced: HashMap<usize, usize> = HashMap::new();
-    for (i, e) in edits.iter().enumerate() {
-        if !e.append {
-            replaced.insert(e.item, i);
+impl Candidate<'_> {
+    fn quote(&self) -> Quote {
+        Quote {
+            source_url: self.url.to_string(),
+            observation: self.observation.to_string(),
+            quote: self.text.to_string(),
         }
     }
-    for (item, text) in written.inside.iter().chain(&written.appended) {
-        match replaced.get(item).and_then(|&i| edits.get_mut(i)) {
-            Some(edit) => {
-                edit.text = format!("{}\n{text}", edit.text).into();
+
+    /// Bytes of its line in the block, newline included.
+    fn size(&self) -> usize {
+        line_of(self.url, self.observation, self.text).len() + 1
+    }
+
+    /// Its text is inside `other`'s, on the same page.
+    fn is_inside(&self, other: &Candidate<'_>) -> bool {
+        other.text.contains(self.text) && other.key == self.key
+    }
+}
+
+/// Grounds explicit items in every chunk, dedups them and applies the caps. The collapsed
+/// pages' own quotes are not chosen here: they are written inside them (SPEC 9, C2).
+pub(crate) fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
+    let mut selection = Selection::default();
+    let mut grounded = Vec::new();
+    for item in explicit {
+        match ground(item, g.all()) {
+            Ok(quote) => grounded.push(quote),
+            Err(reason) => selection.dropped.push((item.clone(), reason)),
+        }
+    }
+    let explicit = grounded.iter().map(|q| Candidate {
+        url: &q.source_url,
+        key: normalise(&q.source_url),
+        observation: &q.observation,
+        text: &q.quote,
+    });
+    let mut seen: HashSet<(String, &str), Fast> = HashSet::default();
+    // Kept quotes with their sizes, in order.
+    let mut kept: Vec<(Candidate<'_>, usize)> = Vec::new();
+    let mut bytes = 0;
+    for candidate in explicit {
+        if !seen.insert((candidate.key.clone(), candidate.text))
+            || kept.iter().any(|(k, _)| candidate.is_inside(k))
+        {
+            continue;
+        }
+        if candidate.text.len() > limits.max_quote_bytes {
+            selection.refused.push(candidate.quote());
+            continue;
+        }
+        // A longer quote that holds kept ones replaces them.
+        let inside: Vec<bool> = kept.iter().map(|(k, _)| k.is_inside(&candidate)).collect();
+        let replaced = inside.iter().filter(|&&i| i).count();
+        let freed: usize = kept
+            .iter()
+            .zip(&inside)
+            .filter(|(_, &i)| i)
+            .map(|((_, size), _)| size)
+            .sum();
+        // Its line is rendered only when the item cap leaves room for it.
+        let size = (kept.len() - replaced < limits.max_items)
+            .then(|| candidate.size())
+            .filter(|size| bytes - freed + size <= limits.max_bytes);
+        if replaced > 0 {
+            // Kept quotes inside this one move behind the others, whether it is kept or not.
+            let (inner, others): (Vec<_>, Vec<_>) =
+                kept.into_iter().zip(inside).partition(|(_, i)| *i);
+            kept = others.into_iter().map(|(k, _)| k).collect();
+            if size.is_some() {
+                bytes -= freed;
+            } else {
+                kept.extend(inner.into_iter().map(|(k, _)| k));
             }
-            None => edits.push(Edit {
-                item: *item,
-                text: text.as_str().into(),
-                append: true,
-            }),
+        }
+        if let Some(size) = size {
+            bytes += size;
+            kept.push((candidate, size));
         }
     }
+    selection.quotes = kept.iter().map(|(k, _)| k.quote()).collect();
+    selection
 }
 
-#[cfg(test)]
-mod tests {
-    use super::section_of;
-
-    #[test]
-    fn a_fragment_names_the_section_after_its_heading() {
-        let texts = [
-            "Table of contents",
-            "Event: 'exit' #",
-            "a",
-            "Event: 'warning' #",
-            "b",
-        ];
-        let url = "http://docs.test/process.html#event-warning";
-        assert_eq!(section_of(url, texts.iter().copied()), 4..14);
-        // No fragment, `#top`, or one that names no chunk: no section.
-        for url in [
-            "http://docs.test/p.html",
-            "http://docs.test/p.html#top",
-            "http://d/p#nothing",
-        ] {
-            assert!(section_of(url, texts.iter().copied()).is_empty(), "{url}");
-        }
+/// Checks an explicit item against the chunks the browser returned.
+pub(crate) fn ground<'t>(
+    item: &EvidenceItem,
+    chunks: impl Iterator<Item = Chunk<'t>>,
+) -> Result<Quote, DropReason> {
+    let of_observation: Vec<Chunk> = chunks
+        .filter(|c| c.observation == item.observation || c.document == Some(&item.observation))
+        .collect();
+    if of_observation.is_empty() {
+        return Err(DropReason::UnknownObservation);
     }
+    let url = normalise(&item.source_url);
+    let at_url: Vec<&Chunk> = of_observation.iter().filter(|c| *c.key == *url).collect();
+    if at_url.is_empty() {
+        return Err(DropReason::UrlMismatch);
+    }
+    if item.quote.trim().is_empty() || !at_url.iter().any(|c| c.text.contains(item.quote.as_str()))
+    {
+        return Err(DropReason::NotInPage);
+    }
+    Ok(Quote {
+        source_url: item.source_url.clone(),
+        observation: item.observation.clone(),
+        quote: item.quote.clone(),
+    })
 }

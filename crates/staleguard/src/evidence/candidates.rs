@@ -1,42 +1,13 @@
-//! Evidence (SPEC 3): grounded, verbatim quotes from collapsed pages, on a capped track.
-//!
-//! Facts read on pages that projection collapsed (a price, a confirmation number) must not
-//! vanish. Quotes are never summaries: every quote is a substring of a chunk of page text
-//! that the browser actually returned, with its URL and observation.
-//!
-//! A host names items with [`project_request_with`](crate::project_request_with) (or
-//! [`Options::explicit`](crate::Options::explicit)) and reads the outcome in
-//! [`Projection::evidence`](crate::Projection::evidence): [`EvidenceItem`] and
-//! [`EvidenceReport`] are re-exported at the crate root. A collapsed page's own quotes are
-//! chosen when it collapses and written inside it (SPEC 9, C2); this module holds what that
-//! shares with the host's items: chunks, grounding, quote lines and notices, and the stages
-//! that ground and fit explicit items ([`gather`], [`select`], [`fit`]). The CLI's `inspect`
-//! prints [`Quote`]s.
+//! What a page offers the evidence track: its chunks of text, their words and facts (kept in
+//! the memo by the page's content key), and the results quotes may come from.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
-
-use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 use crate::memo::Memo;
 use crate::projection::{Plan, Status};
-use crate::refs::neutralise;
 use crate::session::{Session, Step};
-use crate::texts;
 use crate::urlnorm::normalise;
-
-pub(crate) use crate::texts::EVIDENCE_HEADER;
-
-/// An evidence item named by the host: a quote it wants kept, with where it was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EvidenceItem {
-    /// The URL of the page it was read on.
-    pub source_url: String,
-    /// The short observation ID of the result it was read in, as receipts show it.
-    pub observation: String,
-    /// The text to keep: it must be a substring of a chunk of that page's text.
-    pub quote: String,
-}
 
 /// A chunk of page text as the browser returned it.
 #[derive(Debug, Clone)]
@@ -173,7 +144,7 @@ pub(crate) fn page_words<'s>(memo: &Memo, step: &'s Step<'_>) -> &'s PageWords {
 }
 
 /// Month names, as dates on pages spell them.
-const MONTHS: &[&str] = &[
+pub(crate) const MONTHS: &[&str] = &[
     "January",
     "February",
     "March",
@@ -189,216 +160,24 @@ const MONTHS: &[&str] = &[
 ];
 
 /// A date: a month name and a four-digit year (`12 November 2024`, `March 3, 2025`).
-fn has_date(text: &str) -> bool {
+pub(crate) fn has_date(text: &str) -> bool {
     let year = text
         .split(|c: char| !c.is_ascii_digit())
         .any(|d| d.len() == 4 && (d.starts_with("19") || d.starts_with("20")));
     year && MONTHS.iter().any(|m| text.contains(m))
 }
 
-/// A quote on the evidence track.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Quote {
-    /// The URL of the page it was read on.
-    pub source_url: String,
-    /// The short observation ID of the result it was read in.
-    pub observation: String,
-    /// The quote, verbatim.
-    pub quote: String,
-}
-
-/// Why an explicit item was dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DropReason {
-    /// No browser result in the request has this observation ID.
-    UnknownObservation,
-    /// The observation exists, but not at this URL.
-    UrlMismatch,
-    /// The quote is not a substring of any chunk of that page.
-    NotInPage,
-}
-
-impl DropReason {
-    /// The reason as reports print it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DropReason::UnknownObservation => "unknown observation",
-            DropReason::UrlMismatch => "URL does not match the observation",
-            DropReason::NotInPage => "quote not found in the page text",
-        }
-    }
-}
-
-/// What the evidence track did, for `inspect`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct EvidenceReport {
-    /// Quotes in the block, in rank order.
-    pub retained: Vec<Quote>,
-    /// Over the per-quote limit: refused whole, with a notice.
-    pub refused: Vec<Quote>,
-    /// Left out by the request budget, with a notice.
-    pub omitted: Vec<Quote>,
-    /// Explicit items that did not ground.
-    pub dropped: Vec<(EvidenceItem, DropReason)>,
-    /// Bytes of the rendered block.
-    pub bytes: usize,
-}
-
-/// The caps of the evidence track.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    /// Bytes of quote lines on the track (the config's `evidence_max_bytes`).
-    pub max_bytes: usize,
-    /// Quotes on the track (`evidence_max_items`).
-    pub max_items: usize,
-    /// Bytes of one quote; a longer one is refused whole, with a notice
-    /// (`evidence_max_quote_bytes`).
-    pub max_quote_bytes: usize,
-}
-
-/// The host's quotes that grounded, before the request budget is applied.
-#[derive(Debug, Default)]
-pub(crate) struct Selection {
-    /// Grounded explicit items within the caps.
-    pub quotes: Vec<Quote>,
-    /// Over the per-quote limit: refused whole.
-    pub refused: Vec<Quote>,
-    /// Explicit items that did not ground, and why.
-    pub dropped: Vec<(EvidenceItem, DropReason)>,
-}
-
-/// A grounded explicit item, borrowed until it is kept or refused.
-struct Candidate<'c> {
-    url: &'c str,
-    /// `url`, normalised.
-    key: String,
-    observation: &'c str,
-    text: &'c str,
-}
-
-impl Candidate<'_> {
-    fn quote(&self) -> Quote {
-        Quote {
-            source_url: self.url.to_string(),
-            observation: self.observation.to_string(),
-            quote: self.text.to_string(),
-        }
-    }
-
-    /// Bytes of its line in the block, newline included.
-    fn size(&self) -> usize {
-        line_of(self.url, self.observation, self.text).len() + 1
-    }
-
-    /// Its text is inside `other`'s, on the same page.
-    fn is_inside(&self, other: &Candidate<'_>) -> bool {
-        other.text.contains(self.text) && other.key == self.key
-    }
-}
-
-/// Grounds explicit items in every chunk, dedups them and applies the caps. The collapsed
-/// pages' own quotes are not chosen here: they are written inside them (SPEC 9, C2).
-pub(crate) fn select(explicit: &[EvidenceItem], g: &Gathered<'_>, limits: Limits) -> Selection {
-    let mut selection = Selection::default();
-    let mut grounded = Vec::new();
-    for item in explicit {
-        match ground(item, g.all()) {
-            Ok(quote) => grounded.push(quote),
-            Err(reason) => selection.dropped.push((item.clone(), reason)),
-        }
-    }
-    let explicit = grounded.iter().map(|q| Candidate {
-        url: &q.source_url,
-        key: normalise(&q.source_url),
-        observation: &q.observation,
-        text: &q.quote,
-    });
-    let mut seen: HashSet<(String, &str), Fast> = HashSet::default();
-    // Kept quotes with their sizes, in order.
-    let mut kept: Vec<(Candidate<'_>, usize)> = Vec::new();
-    let mut bytes = 0;
-    for candidate in explicit {
-        if !seen.insert((candidate.key.clone(), candidate.text))
-            || kept.iter().any(|(k, _)| candidate.is_inside(k))
-        {
-            continue;
-        }
-        if candidate.text.len() > limits.max_quote_bytes {
-            selection.refused.push(candidate.quote());
-            continue;
-        }
-        // A longer quote that holds kept ones replaces them.
-        let inside: Vec<bool> = kept.iter().map(|(k, _)| k.is_inside(&candidate)).collect();
-        let replaced = inside.iter().filter(|&&i| i).count();
-        let freed: usize = kept
-            .iter()
-            .zip(&inside)
-            .filter(|(_, &i)| i)
-            .map(|((_, size), _)| size)
-            .sum();
-        // Its line is rendered only when the item cap leaves room for it.
-        let size = (kept.len() - replaced < limits.max_items)
-            .then(|| candidate.size())
-            .filter(|size| bytes - freed + size <= limits.max_bytes);
-        if replaced > 0 {
-            // Kept quotes inside this one move behind the others, whether it is kept or not.
-            let (inner, others): (Vec<_>, Vec<_>) =
-                kept.into_iter().zip(inside).partition(|(_, i)| *i);
-            kept = others.into_iter().map(|(k, _)| k).collect();
-            if size.is_some() {
-                bytes -= freed;
-            } else {
-                kept.extend(inner.into_iter().map(|(k, _)| k));
-            }
-        }
-        if let Some(size) = size {
-            bytes += size;
-            kept.push((candidate, size));
-        }
-    }
-    selection.quotes = kept.iter().map(|(k, _)| k.quote()).collect();
-    selection
-}
-
 /// Hashes sets keyed by page text, which a hostile page chooses: the hasher is keyed at
 /// random (no crafted collisions) and fast on short keys.
-type Fast = ahash::RandomState;
+pub(crate) type Fast = ahash::RandomState;
 
 /// Maps keyed by word hashes ([`word_hashes`]): those are fixed-seed hashes of page text, so
 /// they are hashed again with a random key.
 pub(crate) type Words = ahash::RandomState;
 
-/// Checks an explicit item against the chunks the browser returned.
-fn ground<'t>(
-    item: &EvidenceItem,
-    chunks: impl Iterator<Item = Chunk<'t>>,
-) -> Result<Quote, DropReason> {
-    let of_observation: Vec<Chunk> = chunks
-        .filter(|c| c.observation == item.observation || c.document == Some(&item.observation))
-        .collect();
-    if of_observation.is_empty() {
-        return Err(DropReason::UnknownObservation);
-    }
-    let url = normalise(&item.source_url);
-    let at_url: Vec<&Chunk> = of_observation.iter().filter(|c| *c.key == *url).collect();
-    if at_url.is_empty() {
-        return Err(DropReason::UrlMismatch);
-    }
-    if item.quote.trim().is_empty() || !at_url.iter().any(|c| c.text.contains(item.quote.as_str()))
-    {
-        return Err(DropReason::NotInPage);
-    }
-    Ok(Quote {
-        source_url: item.source_url.clone(),
-        observation: item.observation.clone(),
-        quote: item.quote.clone(),
-    })
-}
-
 /// Words of at least 3 characters, or 2 with a digit; `$1,140`, `WX-1001` and `P-0237`
 /// stay whole.
-fn word_iter(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn word_iter(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| {
         !(c.is_alphanumeric() || matches!(c, '-' | '$' | '.' | ',' | '%' | '€' | '£'))
     })
@@ -424,7 +203,7 @@ pub(crate) fn words_with_digits(text: &str) -> impl Iterator<Item = (u64, bool)>
 
 /// A word's hash: 64-bit xxh3 of its lower-cased form, a plural `s` left off (`prices`
 /// asks about `price`), without allocating for ASCII words.
-fn word_hash(w: &str) -> u64 {
+pub(crate) fn word_hash(w: &str) -> u64 {
     let mut buf = [0u8; 64];
     match buf.get_mut(..w.len()) {
         Some(slot) if w.is_ascii() => {
@@ -438,92 +217,6 @@ fn word_hash(w: &str) -> u64 {
         }
         _ => xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()),
     }
-}
-
-/// One JSON line per quote; ref tokens inside are neutralised, so no quote can act.
-pub(crate) fn line(quote: &Quote) -> String {
-    line_of(&quote.source_url, &quote.observation, &quote.quote)
-}
-
-pub(crate) fn line_of(source_url: &str, observation: &str, quote: &str) -> String {
-    format!(
-        r#"{{"source_url":{},"observation":{},"quote":{}}}"#,
-        crate::json::json_string(&neutralise(source_url)),
-        crate::json::json_string(observation),
-        crate::json::json_string(&neutralise(quote))
-    )
-}
-
-/// The block: header, quote lines, notices.
-pub(crate) fn render(quotes: &[Quote], notices: &[String]) -> String {
-    let mut out = String::from(EVIDENCE_HEADER);
-    for q in quotes {
-        out.push('\n');
-        out.push_str(&line(q));
-    }
-    for n in notices {
-        out.push('\n');
-        out.push_str(n);
-    }
-    out
-}
-
-/// The notice for quotes refused by the per-quote limit.
-pub(crate) fn refused_notice(refused: &[Quote], max_quote_bytes: usize) -> Option<String> {
-    let first = refused.first()?;
-    Some(texts::quotes_refused(
-        refused.len(),
-        max_quote_bytes,
-        first.quote.len(),
-        &first.observation,
-        &serde_json::Value::String(neutralise(&first.source_url).into_owned()).to_string(),
-    ))
-}
-
-/// The notice for quotes omitted by the request budget.
-pub(crate) fn omitted_notice(omitted: usize) -> String {
-    texts::quotes_omitted(omitted)
-}
-
-/// Applies the request budget: the most quotes (in rank order) whose block still fits, as
-/// told by `fits`. Room for the omission notice is reserved first, so it never goes missing.
-pub(crate) fn fit(
-    selection: Selection,
-    max_quote_bytes: usize,
-    fits: impl Fn(&str) -> bool,
-) -> (Option<String>, EvidenceReport) {
-    let refused_notice = refused_notice(&selection.refused, max_quote_bytes);
-    let mut report = EvidenceReport {
-        refused: selection.refused,
-        dropped: selection.dropped,
-        ..Default::default()
-    };
-    let base_notices: Vec<String> = refused_notice.into_iter().collect();
-    let total = selection.quotes.len();
-    for keep in (0..=total).rev() {
-        let mut notices = base_notices.clone();
-        if keep < total {
-            notices.push(omitted_notice(total - keep));
-        }
-        let (kept, omitted) = selection.quotes.split_at(keep);
-        if kept.is_empty() && notices.is_empty() {
-            return (
-                None,
-                EvidenceReport {
-                    omitted: omitted.to_vec(),
-                    ..report
-                },
-            );
-        }
-        let block = render(kept, &notices);
-        if fits(&block) || keep == 0 {
-            report.retained = kept.to_vec();
-            report.omitted = omitted.to_vec();
-            report.bytes = block.len();
-            return (Some(block), report);
-        }
-    }
-    (None, report)
 }
 
 /// The browser results explicit items ground in.
