@@ -622,7 +622,7 @@ fn stale_refs(request: &str, config: &Config) -> usize {
     };
     let transcript = wire.transcript();
     let tools = BrowserTools::new(&config.browser_tools);
-    let memo = staleguard::Memo::for_request(request.len());
+    let memo = staleguard::Memo::for_request();
     let steps = Session::build(transcript, &tools, &memo);
     let plan = projection::plan(&steps, config.receipt_max_bytes);
     let session = Tracker::new(config.max_repeats).replay(&steps, |_, _, _, _| {});

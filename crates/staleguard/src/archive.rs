@@ -79,7 +79,7 @@ impl Archive {
     /// counted over its browser results.
     pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
         let tools = BrowserTools::new(&config.browser_tools);
-        let memo = Memo::for_request(0);
+        let memo = Memo::for_request();
         let session = Session::build(transcript, &tools, &memo);
         let mut archive = Archive::new(usize::MAX);
         for (at, step) in session.steps.iter().enumerate() {

@@ -13,6 +13,7 @@
 //! MCP guard reads each result through one as it passes.
 
 use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use quick_cache::sync::Cache;
@@ -88,10 +89,19 @@ pub(crate) trait Slot: Any + Send + Sync {
 /// A slot, as kept: its value, and the same value as `Any` to find it by type.
 type KeptSlot = (Arc<dyn Slot>, Arc<dyn Any + Send + Sync>);
 
+/// Where kept values are: bounded caches shared by a host's requests, or a plain table that
+/// one request fills and drops.
+enum Store {
+    Shared {
+        texts: Cache<Key, Entry, ByWeight>,
+        small: Cache<Key, Entry, ByWeight>,
+    },
+    Local(Mutex<HashMap<Key, Entry, ahash::RandomState>>),
+}
+
 /// A bounded, content-addressed store shared by the requests of a host.
 pub struct Memo {
-    texts: Cache<Key, Entry, ByWeight>,
-    small: Cache<Key, Entry, ByWeight>,
+    store: Store,
     slots: Mutex<Vec<KeptSlot>>,
     /// Requests projected from a checkpoint on.
     resumed: std::sync::atomic::AtomicU64,
@@ -104,8 +114,8 @@ pub struct Memo {
 impl std::fmt::Debug for Memo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memo")
-            .field("entries", &self.texts.len())
-            .field("weight", &self.texts.weight())
+            .field("entries", &self.len())
+            .field("weight", &self.weight())
             .field("max_bytes", &self.max_bytes)
             .finish()
     }
@@ -121,9 +131,12 @@ impl Memo {
         let slot_bytes = max_bytes / SLOTS_SHARE;
         let small_items = (small_bytes / 512).clamp(16, 1 << 20);
         let texts_bytes = max_bytes - small_bytes - slot_bytes;
-        Memo {
+        let store = Store::Shared {
             texts: Cache::with_weighter(items, texts_bytes as u64, ByWeight),
             small: Cache::with_weighter(small_items, small_bytes as u64, ByWeight),
+        };
+        Memo {
+            store,
             slots: Mutex::new(Vec::new()),
             resumed: Default::default(),
             max_bytes,
@@ -131,10 +144,17 @@ impl Memo {
         }
     }
 
-    /// A memo for one request of `body_bytes` and nothing after it: room for everything
-    /// derived from its results, without the table of a host's memo.
-    pub fn for_request(body_bytes: usize) -> Memo {
-        Memo::new(body_bytes.saturating_mul(32).saturating_add(1 << 20))
+    /// A memo for one request and nothing after it: it keeps everything derived from the
+    /// request's results, unbounded, in a plain table dropped with it (a host's memo pays for
+    /// bounds and sharing that one request does not need).
+    pub fn for_request() -> Memo {
+        Memo {
+            store: Store::Local(Mutex::new(HashMap::default())),
+            slots: Mutex::new(Vec::new()),
+            resumed: Default::default(),
+            max_bytes: usize::MAX,
+            seed: random_seed(),
+        }
     }
 
     /// The key of `text` in this memo: a seeded 128-bit hash of its bytes.
@@ -153,31 +173,55 @@ impl Memo {
         make: impl FnOnce() -> T,
         weigh: impl FnOnce(&T) -> u64,
     ) -> Arc<T> {
-        let cache = match share {
-            Share::Texts => &self.texts,
-            Share::Small => &self.small,
-        };
         let at = (TypeId::of::<T>(), key, context);
-        let found = cache.get(&at).and_then(|e| e.value.downcast::<T>().ok());
+        let found = self
+            .get(share, &at)
+            .and_then(|e| e.value.downcast::<T>().ok());
         if let Some(found) = found.filter(|v| valid(v)) {
             return found;
         }
         let value = Arc::new(make());
         let weight = weigh(&value);
-        if weight <= cache.capacity() {
-            let entry = Entry {
-                value: value.clone(),
-                weight,
-            };
-            cache.insert(at, entry);
-        }
+        let entry = Entry {
+            value: value.clone(),
+            weight,
+        };
+        self.insert(share, at, entry);
         value
+    }
+
+    fn get(&self, share: Share, at: &Key) -> Option<Entry> {
+        match &self.store {
+            Store::Shared { texts, small } => match share {
+                Share::Texts => texts.get(at),
+                Share::Small => small.get(at),
+            },
+            Store::Local(table) => lock(table).get(at).cloned(),
+        }
+    }
+
+    /// Keeps `entry`, unless it is heavier than its whole share.
+    fn insert(&self, share: Share, at: Key, entry: Entry) {
+        match &self.store {
+            Store::Shared { texts, small } => {
+                let cache = match share {
+                    Share::Texts => texts,
+                    Share::Small => small,
+                };
+                if entry.weight <= cache.capacity() {
+                    cache.insert(at, entry);
+                }
+            }
+            Store::Local(table) => {
+                lock(table).insert(at, entry);
+            }
+        }
     }
 
     /// The slot of type `T`, made by `make` (given the slots' share of the bound in bytes)
     /// on first use.
     pub(crate) fn slot<T: Slot>(&self, make: impl FnOnce(usize) -> T) -> Arc<T> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots = lock(&self.slots);
         let found = slots
             .iter()
             .find_map(|(_, any)| any.clone().downcast::<T>().ok());
@@ -216,7 +260,10 @@ impl Memo {
 
     /// Entries kept.
     pub fn len(&self) -> usize {
-        self.texts.len() + self.small.len()
+        match &self.store {
+            Store::Shared { texts, small } => texts.len() + small.len(),
+            Store::Local(table) => lock(table).len(),
+        }
     }
 
     /// True when nothing is kept.
@@ -226,9 +273,13 @@ impl Memo {
 
     /// Estimated bytes kept, never more than the bound.
     pub fn weight(&self) -> u64 {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = lock(&self.slots);
         let slots: usize = slots.iter().map(|(slot, _)| slot.weight()).sum();
-        self.texts.weight() + self.small.weight() + slots as u64
+        let kept = match &self.store {
+            Store::Shared { texts, small } => texts.weight() + small.weight(),
+            Store::Local(table) => lock(table).values().map(|e| e.weight).sum(),
+        };
+        kept + slots as u64
     }
 }
 
@@ -236,6 +287,11 @@ impl Default for Memo {
     fn default() -> Self {
         Memo::new(DEFAULT_MEMO_BYTES)
     }
+}
+
+/// The lock's guard: a panic elsewhere while it was held leaves nothing half-written here.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The content address of `text` under `seed`: a 128-bit hash of its bytes.

@@ -255,7 +255,7 @@ mod tests {
         .to_string();
         let (request, _, _) = read_request(&body, RequestFormat::OpenAiChat).expect("request");
         let tools = BrowserTools::new(DEFAULT_BROWSER_TOOLS);
-        let memo = Memo::for_request(0);
+        let memo = Memo::for_request();
         let reader = Reader {
             memo: &memo,
             depth: Depth::Header,
@@ -265,7 +265,7 @@ mod tests {
         let fresh = |tool: &'static str, images: usize, max: usize| {
             let mut alone = step.clone();
             (alone.tool, alone.images) = (tool, images);
-            receipt_of(&Memo::for_request(0), &alone, max)
+            receipt_of(&Memo::for_request(), &alone, max)
         };
         let cases = [
             ("browser_click", 0, 4096),

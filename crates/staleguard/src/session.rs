@@ -240,7 +240,7 @@ mod tests {
         let (request, _, _) =
             crate::adapter::read_request(body, RequestFormat::Auto).expect("request");
         let tools = BrowserTools::new(crate::tools::DEFAULT_BROWSER_TOOLS);
-        let memo = Memo::for_request(body.len());
+        let memo = Memo::for_request();
         let session = Session::build(request.transcript(), &tools, &memo);
         let texts: std::collections::HashSet<&str> = session.steps.iter().map(|s| s.text).collect();
         texts.len()

@@ -62,7 +62,7 @@ impl Engine {
         let memo = match options.memo {
             Some(memo) => memo,
             None => {
-                local = Memo::for_request(body.len());
+                local = Memo::for_request();
                 &local
             }
         };
@@ -140,7 +140,7 @@ impl Engine {
         arguments: &str,
     ) -> Result<Verdict, Error> {
         let (request, _, _) = read_request(body, format)?;
-        let memo = Memo::for_request(body.len());
+        let memo = Memo::for_request();
         let reader = Reader {
             memo: &memo,
             depth: Depth::Header,
@@ -192,6 +192,25 @@ impl Engine {
 
 /// Projects `body` under `config`, with `options`: [`Engine::project`] of an engine built
 /// for this one call. A host that projects many requests keeps an [`Engine`].
+///
+/// ```
+/// use staleguard::{project, Config, Options, RequestFormat, Status};
+///
+/// let page = |url: &str| format!(
+///     "### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```"
+/// );
+/// let body = serde_json::json!({"model": "claude", "max_tokens": 100, "messages": [
+///     {"role": "user", "content": "Buy it"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "browser_navigate", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": page("http://a.test/")}]},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "browser_navigate", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": page("http://b.test/")}]},
+/// ]}).to_string();
+/// let projection = project(&body, RequestFormat::Anthropic, &Config::default(), Options::default())?;
+/// let statuses: Vec<Status> = projection.report().results.iter().map(|r| r.status).collect();
+/// assert_eq!(statuses, [Status::Collapsed, Status::Live]);
+/// # Ok::<(), staleguard::Error>(())
+/// ```
 pub fn project(
     body: &str,
     format: RequestFormat,
@@ -202,6 +221,34 @@ pub fn project(
 }
 
 /// [`Engine::project_resumed_parts`] of an engine built for this one call.
+///
+/// ```
+/// use staleguard::{project, project_resumed_parts, Config, Memo, Options, RequestFormat};
+///
+/// let page = |n: u32| format!(
+///     "### Page\n- Page URL: http://a.test/{n}\n- Page Title: P{n}\n### Snapshot\n```yaml\n- button \"Next\" [ref=e{n}]\n```"
+/// );
+/// let turn = |n: u32| {
+///     let mut messages = vec![serde_json::json!({"role": "user", "content": "Go on"})];
+///     for i in 1..=n {
+///         let id = format!("c{i}");
+///         messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+///             {"id": id, "type": "function", "function": {"name": "browser_click", "arguments": "{}"}}]}));
+///         messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": page(i)}));
+///     }
+///     serde_json::json!({"model": "m", "messages": messages}).to_string()
+/// };
+/// let (config, memo) = (Config::default(), Memo::default());
+/// let options = Options { memo: Some(&memo), ..Options::default() };
+/// let format = RequestFormat::OpenAiChat;
+/// project(&turn(3), format, &config, options)?; // the memo keeps a checkpoint
+/// let next = turn(4);
+/// let (head, tail) = next.split_at(next.len() / 2); // the frames a server received
+/// let resumed = project_resumed_parts(&[head.as_bytes(), tail.as_bytes()], format, &config, &options);
+/// let whole = project(&next, format, &config, Options::default())?;
+/// assert_eq!(resumed.map(|p| p.body.into_string()), Some(whole.body.into_string()));
+/// # Ok::<(), staleguard::Error>(())
+/// ```
 pub fn project_resumed_parts(
     parts: &[&[u8]],
     format: RequestFormat,
