@@ -26,7 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use staleguard::{project, Config, Memo, Options, Projection, RequestFormat};
+use staleguard::{Config, Engine, Memo, Options, Projection, RequestFormat};
 
 use exchange::{Exchange, Tallied};
 use frames::Frames;
@@ -59,6 +59,8 @@ pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 struct Shared {
     settings: Settings,
+    /// The core's config, compiled once for every request.
+    engine: Arc<Engine>,
     client: reqwest::Client,
     memo: Option<Arc<Memo>>,
     metrics: Arc<Metrics>,
@@ -87,6 +89,7 @@ pub async fn serve(
 pub fn app(settings: Settings, client: reqwest::Client) -> Router {
     Router::new().fallback(handle).with_state(Arc::new(Shared {
         memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
+        engine: Arc::new(Engine::new(settings.staleguard.clone())),
         settings,
         client,
         metrics: Arc::new(Metrics::new()),
@@ -295,7 +298,7 @@ async fn rewrite(
             Ok(())
         }
     };
-    let config = settings.staleguard.clone();
+    let engine = shared.engine.clone();
     let memo = shared.memo.clone();
     // The next turn of a session the memo holds is projected here, where its body arrived,
     // from its frames as they came: only the bytes after the checkpoint's resume point are
@@ -303,7 +306,7 @@ async fn rewrite(
     // gets a thread of its own.
     let encoded = encoding(headers) != "identity";
     if !encoded {
-        match caught(|| Ok(resumed_from(&frames, format, &config, memo.as_deref()))) {
+        match caught(|| Ok(resumed_from(&frames, format, &engine, memo.as_deref()))) {
             Ok(Some(done)) => return Ok(projected(headers, done)),
             Ok(None) => {}
             Err(message) => {
@@ -331,13 +334,13 @@ async fn rewrite(
     };
     // A decoded body may be the next turn too; an identity one was asked above.
     let inline = match encoded {
-        true => caught(|| resumed(&plain, format, &config, memo.as_deref())),
+        true => caught(|| resumed(&plain, format, &engine, memo.as_deref())),
         false => Ok(None),
     };
     let done = match inline {
         Ok(Some(done)) => Ok(done),
         Ok(None) => {
-            off_the_scheduler(move || whole(&plain, format, &config, memo.as_deref())).await
+            off_the_scheduler(move || whole(&plain, format, &engine, memo.as_deref())).await
         }
         Err(message) => Err(message),
     };
@@ -368,7 +371,7 @@ fn projected(headers: &mut HeaderMap, (len, p): (usize, Projection)) -> (Outgoin
 fn resumed_from(
     frames: &Frames,
     format: RequestFormat,
-    config: &Config,
+    engine: &Engine,
     memo: Option<&Memo>,
 ) -> Option<(usize, Projection)> {
     let options = Options {
@@ -376,7 +379,7 @@ fn resumed_from(
         ..Options::default()
     };
     let parts = frames.parts();
-    let projected = staleguard::project_resumed_parts(&parts, format, config, &options)?;
+    let projected = engine.project_resumed_parts(&parts, format, &options)?;
     Some((frames.len(), projected))
 }
 
@@ -385,7 +388,7 @@ fn resumed_from(
 fn resumed(
     plain: &Bytes,
     format: RequestFormat,
-    config: &Config,
+    engine: &Engine,
     memo: Option<&Memo>,
 ) -> Result<Option<(usize, Projection)>, String> {
     let text = text_of(plain)?;
@@ -393,7 +396,7 @@ fn resumed(
         memo,
         ..Options::default()
     };
-    let projected = staleguard::project_resumed_parts(&[text.as_bytes()], format, config, &options);
+    let projected = engine.project_resumed_parts(&[text.as_bytes()], format, &options);
     Ok(projected.map(|p| (text.len(), p)))
 }
 
@@ -401,7 +404,7 @@ fn resumed(
 fn whole(
     plain: &Bytes,
     format: RequestFormat,
-    config: &Config,
+    engine: &Engine,
     memo: Option<&Memo>,
 ) -> Result<(usize, Projection), String> {
     let text = text_of(plain)?;
@@ -409,7 +412,9 @@ fn whole(
         memo,
         ..Options::default()
     };
-    let projected = project(text, format, config, options).map_err(|e| e.to_string())?;
+    let projected = engine
+        .project(text, format, options)
+        .map_err(|e| e.to_string())?;
     Ok((text.len(), projected))
 }
 
