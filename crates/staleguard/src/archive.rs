@@ -37,7 +37,7 @@ use crate::transcript::Transcript;
 /// One observation as the archive keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// The ID receipts show ([`observation_id`](crate::receipt::observation_id)).
+    /// The ID receipts show ([`observation_id`](crate::result_lines::observation_id)).
     pub id: String,
     /// The page URL it names; empty when it names none.
     pub url: String,
@@ -53,7 +53,7 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadBack {
     /// Says the copy is read-only, how old it is, and what superseded it; starts with
-    /// [`ARCHIVE_TAG`].
+    /// [`ARCHIVE_TAG`](crate::ARCHIVE_TAG).
     pub banner: String,
     /// The original text, every ref neutralised ([`read_only`]).
     pub text: String,

@@ -3,8 +3,8 @@
 //! derived from the transcript alone, so a proxy that uses it stays stateless.
 //!
 //! [`project`](crate::project) tracks progress itself and returns it in
-//! [`Projection::progress`](crate::Projection::progress). The [`Tracker`] is public for the
-//! hosts that follow a session as it happens: the MCP guard feeds it one call and one result
+//! [`Projection::progress`](crate::Projection::progress). The [`Tracker`] serves the hosts
+//! that follow a session as it happens (through `staleguard::internal::progress`): the MCP guard feeds it one call and one result
 //! at a time, and the CLI's `replay` walks a recording with it.
 
 use std::sync::Arc;

@@ -3,9 +3,9 @@
 //! Everything here is deterministic: the same observation gives the same bytes however the
 //! transcript around it grows, which keeps provider prompt caches warm.
 //!
-//! Projection writes receipts itself. This module is public for the hosts and tests that
-//! must recognise them ([`RECEIPT_TAG`], [`STALE_NOTICE`], [`is_collapsed`]) or name an
-//! observation as receipts do ([`observation_id`]: the MCP guard's `browser_history`).
+//! Projection writes receipts itself. Hosts and tests recognise them by the crate root's
+//! `RECEIPT_TAG` and `STALE_NOTICE`; a receipt's observation ID and verification lines are
+//! read in `result_lines.rs`.
 
 use std::borrow::Cow;
 use std::io::Write as _;
@@ -24,7 +24,7 @@ const ACTION_MAX_BYTES: usize = 48;
 
 /// What a receipt says about one observation.
 pub(crate) struct ReceiptInput<'o> {
-    /// Its short ID ([`observation_id`]).
+    /// Its short ID ([`observation_id`](crate::result_lines::observation_id)).
     pub id: &'o str,
     /// The browser tool that produced it.
     pub tool: &'o str,
@@ -45,7 +45,7 @@ pub(crate) fn collapse(
     collapse_with(input, &lines, max_receipt_bytes)
 }
 
-/// [`collapse`], given the original's [`verification_lines`].
+/// `collapse`, given the original's [`verification_lines`](crate::result_lines::verification_lines).
 pub(crate) fn collapse_with(
     input: &ReceiptInput<'_>,
     verification: &[String],

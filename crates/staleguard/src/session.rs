@@ -1,17 +1,13 @@
 //! The session: every browser result of a request, read once.
 //!
-//! [`Session::build`] pairs calls and results, picks the browser results, and gives each a
-//! [`Step`]: its call, its text and a shared [`Reading`] of that text. A reading holds
-//! everything derived from the text alone: its ID (hashed once), whether it failed (decided
-//! once), its header, and, on first use, its tree parts from ONE pass of the aria grammar
-//! (refs, chunks, canonical nodes for the fingerprint). Projection reads only headers;
-//! progress and evidence share the tree parts. A reading borrows nothing, so a [`Memo`] can
-//! keep it across requests: the same bytes give the same reading.
+//! [`Session::read`] pairs calls and results, picks the browser results, and gives each a
+//! [`Step`]: its call, its text and a shared [`Reading`] of that text (`reading.rs`), read
+//! through a [`Reader`] that keeps readings in the [`Memo`]. Projection reads only headers;
+//! progress and evidence share the tree parts. What an analysis derives from a step's text
+//! it keeps in the memo too, by the step's content key ([`Step::derived`]).
 //!
-//! [`project`](crate::project) builds its session itself. This module is public for the
-//! hosts that drive one step by step: the MCP guard reads each result as it passes
-//! ([`Depth::read`], or a [`Memo`]) and feeds the [`Reading`] to a
-//! [`Tracker`](crate::progress::Tracker); the CLI's `replay` builds a [`Session`] per turn.
+//! [`project`](crate::project) builds its session itself; the CLI's `replay` builds one per
+//! turn through `staleguard::internal::session`.
 
 use std::any::Any;
 use std::collections::HashMap;

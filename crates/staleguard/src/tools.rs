@@ -1,7 +1,7 @@
 //! The browser tool set: which tool calls are browser calls.
 //!
 //! [`Config::browser_tools`](crate::Config::browser_tools) holds the patterns; the pipeline
-//! compiles them itself. Hosts that build a [`Session`](crate::Session) or ask the guard
+//! compiles them itself. Hosts that build a [`Session`](crate::session::Session) or ask the guard
 //! directly (the MCP guard, the CLI's `replay`) compile them once with [`BrowserTools::new`].
 
 use wildmatch::WildMatch;

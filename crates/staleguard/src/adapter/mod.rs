@@ -1,12 +1,12 @@
-//! Wire-format adapters: read a neutral [`Transcript`] out of a request body and write
+//! Wire-format adapters: read a neutral [`Transcript`](crate::transcript::Transcript) out of a request body and write
 //! projection edits back. Bytes an adapter does not edit are copied as they are, so unknown
 //! fields, key order and formatting survive.
 //!
 //! [`project`](crate::project) reads and writes through here itself; [`RequestFormat`] is
-//! re-exported at the crate root. The readers are public for hosts and tests that want the
-//! neutral transcript without projecting ([`read_transcript`]: the CLI's `check`, the
-//! integration tests) or a [`WireRequest`] to write their own edits into ([`read_request`]:
-//! the CLI's `archive` and `replay`).
+//! re-exported at the crate root. Hosts and tests that want the neutral transcript without
+//! projecting ([`read_transcript`]: the integration tests) or a [`WireRequest`] to write
+//! their own edits into ([`read_request`]: the CLI's `archive` and `replay`) reach the
+//! readers through `staleguard::internal::adapter`.
 
 pub(crate) mod anthropic;
 mod content;

@@ -41,7 +41,7 @@ pub(crate) fn decode_string(json: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
-/// [`decode_string`] of a literal that serde_json has already validated (a `RawValue`):
+/// `decode_string` of a literal that serde_json has already validated (a `RawValue`):
 /// no raw control characters and no bare quotes inside, every escape well formed.
 ///
 /// Copies eight bytes at a time between escapes, into a buffer as long as the literal

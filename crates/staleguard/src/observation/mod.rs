@@ -5,10 +5,10 @@
 //! or neither, and parses it into an [`Observation`]. Strings borrow from the result text
 //! wherever they can, because projection parses every browser result of a request.
 //!
-//! The pipeline reads results through a [`Reading`](crate::Reading), which keeps what it
-//! needs of an [`Observation`] and borrows nothing. This module is public for tools and
-//! tests that look at one result on its own (the CLI's `replay`, the fixture tests, the
-//! fuzz targets).
+//! The pipeline reads results through a [`Reading`](crate::reading::Reading), which keeps what it
+//! needs of an [`Observation`] and borrows nothing. Tools and tests that look at one result
+//! on its own (the CLI's `replay`, the fixture tests, the fuzz targets) reach the parsers
+//! through `staleguard::internal::observation`.
 
 pub(crate) mod agent_browser;
 pub(crate) mod ankita;

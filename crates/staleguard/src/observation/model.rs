@@ -60,7 +60,7 @@ pub struct Control<'a> {
 pub struct Node {
     /// The line's depth in the tree (its indentation).
     pub indent: u32,
-    /// [`aria::ref_hash`] of the node's ref; 0 when it has none.
+    /// [`aria::ref_hash`](super::aria::ref_hash) of the node's ref; 0 when it has none.
     pub id: u64,
     /// `ref=eN [unchanged]`: the node stands for the base page's subtree at that ref.
     pub unchanged: bool,
@@ -110,7 +110,7 @@ pub struct Observation<'a> {
     pub counted_refs: usize,
     /// Interactive elements and their states, for formats without an aria tree (full parses
     /// only): their fingerprint takes them. An aria tree's nodes carry its controls into the
-    /// fingerprint; [`aria::controls`] lists them.
+    /// fingerprint; [`aria::controls`](super::aria::controls) lists them.
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,
@@ -181,7 +181,7 @@ impl<'a> Observation<'a> {
     }
 }
 
-/// One observation format. Adding a format means adding an implementation to [`FORMATS`];
+/// One observation format. Adding a format means adding an implementation to [`FORMATS`](super::FORMATS);
 /// projection does not change.
 pub trait ObservationFormat: Sync {
     /// Short stable name, e.g. `playwright-mcp-0.0.57`.

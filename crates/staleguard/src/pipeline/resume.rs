@@ -1,4 +1,4 @@
-//! The next turn of a session, from a checkpoint ([`crate::checkpoint`]): the body's bytes
+//! The next turn of a session, from a checkpoint (`checkpoint.rs`): the body's bytes
 //! up to the checkpoint are those of a request projected before, so only the messages after
 //! it are read, and the analyses resume from the state the checkpoint kept.
 //!
@@ -12,7 +12,7 @@
 //!   message up to `o` too (a hash of what the analyses read of them).
 //!
 //! Whatever the new messages would change before the resume point makes the request go
-//! the whole way: see [`project`].
+//! the whole way: see `run.rs`.
 
 use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
 use crate::body::Body;
