@@ -36,25 +36,25 @@ fn config_full() -> Config {
 }
 
 fn project(body: &str) -> usize {
-    staleguard::project(
-        body,
-        RequestFormat::OpenAiChat,
-        &config(),
-        staleguard::Options::default(),
-    )
-    .map(|p| p.body.len())
-    .unwrap_or(0)
+    project_under(body, &config())
 }
 
 fn project_full(body: &str) -> usize {
-    staleguard::project(
-        body,
-        RequestFormat::OpenAiChat,
-        &config_full(),
-        staleguard::Options::default(),
-    )
-    .map(|p| p.body.len())
-    .unwrap_or(0)
+    project_under(body, &config_full())
+}
+
+/// `body` projected alone (the ratios' and the dump's projection).
+fn projected(body: &str) -> staleguard::Projection {
+    let options = staleguard::Options::default();
+    staleguard::project(body, RequestFormat::OpenAiChat, &config(), options).expect("projects")
+}
+
+/// The length of `body` projected under `config`, without a memo.
+fn project_under(body: &str, config: &Config) -> usize {
+    let options = staleguard::Options::default();
+    staleguard::project(body, RequestFormat::OpenAiChat, config, options)
+        .map(|p| p.body.len())
+        .unwrap_or(0)
 }
 
 /// The whole pipeline with a memo that has seen the request before (the proxy on the next
@@ -133,13 +133,7 @@ fn side_by_side(body: &str, rounds: usize) -> [f64; 6] {
 
 fn ratios() {
     let body = build_request();
-    let projected = staleguard::project(
-        &body,
-        RequestFormat::OpenAiChat,
-        &config(),
-        staleguard::Options::default(),
-    )
-    .expect("projects");
+    let projected = projected(&body);
     let results = projected.report().results.len();
     let [p, v, r, c, full, warm] = side_by_side(&body, 31);
     println!("\nside by side, median of 31 interleaved runs, {} bytes, {results} browser results, {} collapsed, {} -> {} bytes:",
@@ -176,13 +170,7 @@ fn ratios() {
 
 fn dump(dir: &Path) {
     let body = build_request();
-    let projected = staleguard::project(
-        &body,
-        RequestFormat::OpenAiChat,
-        &config(),
-        staleguard::Options::default(),
-    )
-    .expect("projects");
+    let projected = projected(&body);
     std::fs::create_dir_all(dir).expect("dump dir");
     std::fs::write(dir.join("request.json"), &body).expect("write request");
     std::fs::write(dir.join("projected.json"), &projected.body).expect("write projection");

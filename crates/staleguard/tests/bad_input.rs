@@ -22,13 +22,7 @@ fn session(extra: &str) -> String {
 #[test]
 fn invalid_json_names_line_column_and_offset() {
     let body = "{\"messages\": [\n  {\"role\": \"user\",, }\n]}";
-    let err = staleguard::project(
-        body,
-        RequestFormat::Auto,
-        &on(),
-        staleguard::Options::default(),
-    )
-    .unwrap_err();
+    let err = project_on(body, RequestFormat::Auto).unwrap_err();
     match &err {
         Error::Json {
             line,
@@ -47,13 +41,7 @@ fn invalid_json_names_line_column_and_offset() {
 #[test]
 fn wrong_shapes_are_clear_errors() {
     for body in ["[]", "3", "{}", "{\"model\":\"x\"}"] {
-        let err = staleguard::project(
-            body,
-            RequestFormat::Auto,
-            &on(),
-            staleguard::Options::default(),
-        )
-        .unwrap_err();
+        let err = project_on(body, RequestFormat::Auto).unwrap_err();
         assert!(matches!(err, Error::Shape { .. }), "{body}: {err:?}");
     }
     // A format named on the command line must fit the body.
@@ -65,13 +53,7 @@ fn wrong_shapes_are_clear_errors() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("no `input`"), "{err}");
-    let err = staleguard::project(
-        "{\"input\":[]}",
-        RequestFormat::Anthropic,
-        &on(),
-        staleguard::Options::default(),
-    )
-    .unwrap_err();
+    let err = project_on("{\"input\":[]}", RequestFormat::Anthropic).unwrap_err();
     assert!(err.to_string().contains("no `messages`"), "{err}");
     assert!("yaml"
         .parse::<RequestFormat>()
@@ -115,7 +97,7 @@ proptest! {
 
     #[test]
     fn never_panics_on_arbitrary_bytes(s in ".{0,300}") {
-        let _ = staleguard::project(&s, RequestFormat::Auto, &on(), staleguard::Options::default());
+        let _ = project_on(&s, RequestFormat::Auto);
     }
 
     #[test]
@@ -124,7 +106,7 @@ proptest! {
         let mut at = cut.min(body.len());
         while !body.is_char_boundary(at) { at -= 1; }
         let damaged = format!("{}{}{}", &body[..at], junk, &body[at..]);
-        if let Ok(p) = staleguard::project(&damaged, RequestFormat::Auto, &on(), staleguard::Options::default()) {
+        if let Ok(p) = project_on(&damaged, RequestFormat::Auto) {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&p.body).is_ok());
         }
     }

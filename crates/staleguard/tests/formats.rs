@@ -319,12 +319,7 @@ fn gemini_code_assist_bodies_are_projected_inside_their_wrapper() {
         "idempotent"
     );
     // A wrapper whose request is not a Gemini one is no Gemini body.
-    let err = staleguard::project(
-        r#"{"request":{"contents":"x"}}"#,
-        RequestFormat::Auto,
-        &on(),
-        staleguard::Options::default(),
-    );
+    let err = project_on(r#"{"request":{"contents":"x"}}"#, RequestFormat::Auto);
     assert!(err.is_err());
 }
 
@@ -337,22 +332,10 @@ fn response_contents(v: &Value) -> Vec<usize> {
 
 #[test]
 fn gemini_shapes_that_are_not_requests_are_clear_errors() {
-    let err = staleguard::project(
-        "{\"messages\":[]}",
-        RequestFormat::Gemini,
-        &on(),
-        staleguard::Options::default(),
-    )
-    .unwrap_err();
+    let err = project_on("{\"messages\":[]}", RequestFormat::Gemini).unwrap_err();
     assert!(err.to_string().contains("no `contents`"), "{err}");
     // `contents` whose items have no `parts` is not told to be Gemini.
-    let err = staleguard::project(
-        "{\"contents\":[{\"text\":\"x\"}]}",
-        RequestFormat::Auto,
-        &on(),
-        staleguard::Options::default(),
-    )
-    .unwrap_err();
+    let err = project_on("{\"contents\":[{\"text\":\"x\"}]}", RequestFormat::Auto).unwrap_err();
     assert!(err.to_string().contains("nor `contents`"), "{err}");
     assert_eq!("Gemini".parse::<RequestFormat>(), Ok(RequestFormat::Gemini));
     // Odd contents, parts and responses are kept byte for byte; the rest is projected.
@@ -389,7 +372,7 @@ proptest! {
         }
         let damaged = format!("{}{}{}", &body[..at], junk, &body[at..]);
         for format in [RequestFormat::Auto, RequestFormat::Gemini] {
-            if let Ok(p) = staleguard::project(&damaged, format, &on(), staleguard::Options::default()) {
+            if let Ok(p) = project_on(&damaged, format) {
                 prop_assert!(serde_json::from_str::<Value>(&p.body).is_ok());
             }
         }

@@ -58,14 +58,16 @@ pub(crate) fn on() -> Config {
     }
 }
 
+/// `body` projected as `format` under [`on`].
+pub(crate) fn project_on(
+    body: &str,
+    format: RequestFormat,
+) -> Result<Projection, staleguard::Error> {
+    staleguard::project(body, format, &on(), staleguard::Options::default())
+}
+
 pub(crate) fn project(body: &str) -> Projection {
-    staleguard::project(
-        body,
-        RequestFormat::OpenAiChat,
-        &on(),
-        staleguard::Options::default(),
-    )
-    .expect("projection")
+    project_on(body, RequestFormat::OpenAiChat).expect("projection")
 }
 
 pub(crate) fn messages(body: &str) -> Vec<Value> {
