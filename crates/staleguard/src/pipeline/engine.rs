@@ -31,13 +31,21 @@ use super::run::{self, Run, Start};
 pub struct Engine {
     config: Config,
     tools: BrowserTools,
+    /// The context checkpoints are kept under, for each format that resumes (OpenAI Chat,
+    /// Anthropic): a hash of the format and every setting, taken once.
+    contexts: [u64; 2],
 }
 
 impl Engine {
     /// Compiles `config`.
     pub fn new(config: Config) -> Engine {
         let tools = BrowserTools::new(&config.browser_tools);
-        Engine { config, tools }
+        let contexts = RESUMING.map(|format| checkpoint::context_of(format, &config));
+        Engine {
+            config,
+            tools,
+            contexts,
+        }
     }
 
     /// The config it was built from.
@@ -55,8 +63,8 @@ impl Engine {
         options: Options<'_>,
     ) -> Result<Projection, Error> {
         let keep = self.checkpointing(format, &options);
-        if let Some(projected) = self.project_resumed(body, format, &options) {
-            return Ok(projected);
+        if let Some(resumed) = keep.and_then(|k| self.project_resumed(body, format, &options, k)) {
+            return Ok(resumed);
         }
         let local;
         let memo = match options.memo {
@@ -106,15 +114,15 @@ impl Engine {
         self.resume(&tail, format, options, memo, &found)
     }
 
-    /// [`project`](Self::project) of the next turn of a session the memo has seen, from the
-    /// checkpoint its earlier turn left; `None` otherwise.
+    /// [`project`](Self::project) of the next turn of a session that `memo` has seen, from
+    /// the checkpoint its earlier turn left under `context`; `None` otherwise.
     fn project_resumed(
         &self,
         body: &str,
         format: RequestFormat,
         options: &Options<'_>,
+        (memo, context): (&Memo, u64),
     ) -> Option<Projection> {
-        let (memo, context) = self.checkpointing(format, options)?;
         let parts = [body.as_bytes()];
         let found = checkpoint::kept_in(memo).find(&Parts::new(&parts), context, memo.seed())?;
         let tail = body.get(found.resume.offset..)?;
@@ -180,15 +188,18 @@ impl Engine {
         format: RequestFormat,
         options: &Options<'m>,
     ) -> Option<(&'m Memo, u64)> {
-        let resumes = matches!(format, RequestFormat::OpenAiChat | RequestFormat::Anthropic);
+        let resumes = RESUMING.iter().position(|&f| f == format);
         let whole = !options.explicit.is_empty() || options.verdicts;
-        if !resumes || whole || self.config.request_budget_bytes.is_some() {
+        if whole || self.config.request_budget_bytes.is_some() {
             return None;
         }
-        let memo = options.memo?;
-        Some((memo, checkpoint::context_of(format, &self.config)))
+        let context = self.contexts.get(resumes?)?;
+        Some((options.memo?, *context))
     }
 }
+
+/// The formats whose next turn resumes from a checkpoint.
+const RESUMING: [RequestFormat; 2] = [RequestFormat::OpenAiChat, RequestFormat::Anthropic];
 
 /// Projects `body` under `config`, with `options`: [`Engine::project`] of an engine built
 /// for this one call. A host that projects many requests keeps an [`Engine`].
