@@ -17,8 +17,7 @@
 use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
 use crate::body::Body;
 use crate::config::Config;
-use crate::evidence::{Block, Written};
-use crate::evidence::{EvidenceReport, Quote};
+use crate::evidence::{Block, EvidenceReport, Quote, Written};
 use crate::memo::Memo;
 use crate::progress::Tracker;
 use crate::projection::{self, Plan, ResultReport};

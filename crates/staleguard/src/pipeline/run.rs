@@ -89,29 +89,21 @@ pub(crate) fn run(
         }
     }
     let cut = run.keep.and_then(|_| Cut::of(&request, &session, &plan));
-    let Some(found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), run) else {
+    let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), run) else {
         return Ok(None);
     };
     let Some(breakpoint) = breakpoint(&request, &session, &plan, format, start) else {
         return Ok(None);
     };
-    let Analyses {
-        progress,
-        verdicts,
-        tracker,
-        guidance,
-        written,
-        evidence,
-    } = found;
-    let report = match start {
-        Start::Fresh => None,
-        Start::From(base) => Some(resume::merged_plan(base, &plan, guidance, written.as_ref())),
-    };
+    let (guidance, written) = (found.guidance, found.written.as_ref());
+    let report = start
+        .base()
+        .map(|base| resume::merged_plan(base, &plan, guidance, written));
     let parts = Analysed {
         report: &plan,
         guidance,
-        written: written.as_ref(),
-        tracker,
+        written,
+        tracker: found.tracker.take(),
     };
     let body = write(body, &request, breakpoint, cut, parts, start, run);
     let report = match report {
@@ -123,10 +115,10 @@ pub(crate) fn run(
         format,
         format_reason,
         report,
-        evidence,
+        evidence: found.evidence,
         server_side_history: request.hints.server_side_history,
-        progress,
-        verdicts,
+        progress: found.progress,
+        verdicts: found.verdicts,
         breakpoint,
         resumed: start.base().is_some(),
     }))

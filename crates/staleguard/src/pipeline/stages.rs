@@ -147,12 +147,7 @@ pub(crate) fn add_evidence(
     target: usize,
 ) -> EvidenceReport {
     let g = evidence::gather(session, plan);
-    let limits = evidence::Limits {
-        max_bytes: config.evidence_max_bytes,
-        max_items: config.evidence_max_items,
-        max_quote_bytes: config.evidence_max_quote_bytes,
-    };
-    let selection = evidence::select(explicit, &g, limits);
+    let selection = evidence::select(explicit, &g, limits(config));
     // Sizes only matter under a budget, and each costs a write of the request's edits.
     let sizes = std::cell::OnceCell::new();
     let fits = |block: &str| match config.request_budget_bytes {
