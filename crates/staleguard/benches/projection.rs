@@ -17,6 +17,10 @@ use staleguard::{Config, RequestFormat};
 #[path = "support/request.rs"]
 mod request;
 
+#[path = "../tests/support/replay.rs"]
+mod replay;
+use replay::replayed;
+
 /// Projection alone: what the 3x target is about.
 fn config() -> Config {
     Config {
@@ -229,8 +233,18 @@ fn main() {
         let body = build_request();
         let transcript = staleguard::internal::adapter::read_transcript(&body).expect("request");
         let stages: [(&str, Stage); 2] = [
-            ("progress::track", |t| replayed(t, false).steps.len()),
-            ("progress::steps", |t| replayed(t, true).steps.len()),
+            ("progress::track", |t| {
+                replayed(t, &config_full(), false)
+                    .into_progress()
+                    .steps
+                    .len()
+            }),
+            ("progress::steps", |t| {
+                replayed(t, &config_full(), true)
+                    .into_progress()
+                    .steps
+                    .len()
+            }),
         ];
         for (name, stage) in stages {
             let started = std::time::Instant::now();
@@ -254,22 +268,4 @@ fn main() {
         Criterion::default().configure_from_args().final_summary();
     }
     ratios();
-}
-
-/// Progress over the whole transcript: counting only (as projection tracks it), or with
-/// refs, history and repeated submissions (as the guard does).
-fn replayed(
-    transcript: &staleguard::internal::transcript::Transcript<'_>,
-    counting: bool,
-) -> staleguard::Progress {
-    use staleguard::internal::{progress::Tracker, session::Session, tools::BrowserTools};
-    let config = config_full();
-    let tools = BrowserTools::new(&config.browser_tools);
-    let memo = staleguard::Memo::default();
-    let session = Session::build(transcript, &tools, &memo);
-    let tracker = match counting {
-        true => Tracker::counting(config.max_repeats),
-        false => Tracker::new(config.max_repeats),
-    };
-    tracker.replay(&session, |_, _, _, _| {}).into_progress()
 }

@@ -1,10 +1,14 @@
 //! Shared test support: fixture discovery and the SPEC 2 invariant checker.
 #![allow(dead_code)]
 
+mod replay;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use staleguard::{Config, Projection, RequestFormat, Status};
+
+pub(crate) use replay::replayed;
 
 /// `../shared/fixtures` beside the repository. Tests that need it fail loudly without it.
 pub(crate) fn shared_fixtures() -> PathBuf {
@@ -305,20 +309,4 @@ pub(crate) fn check(
     let tools = staleguard::internal::tools::BrowserTools::new(&config.browser_tools);
     let tracker = replayed(transcript, config, false);
     staleguard::internal::guard::check(&tracker, name, arguments, &tools)
-}
-
-fn replayed(
-    transcript: &staleguard::internal::transcript::Transcript<'_>,
-    config: &Config,
-    counting: bool,
-) -> staleguard::internal::progress::Tracker {
-    use staleguard::internal::{progress::Tracker, session::Session, tools::BrowserTools};
-    let tools = BrowserTools::new(&config.browser_tools);
-    let memo = staleguard::Memo::default();
-    let session = Session::build(transcript, &tools, &memo);
-    let tracker = match counting {
-        true => Tracker::counting(config.max_repeats),
-        false => Tracker::new(config.max_repeats),
-    };
-    tracker.replay(&session, |_, _, _, _| {})
 }
