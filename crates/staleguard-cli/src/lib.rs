@@ -149,15 +149,12 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Project { input } => {
             let (body, format, config) = load(&input)?;
-            let projected = staleguard::project(
-                &body,
-                format,
-                &config,
-                staleguard::Options {
-                    explicit: &load_evidence(&input)?,
-                    ..staleguard::Options::default()
-                },
-            )?;
+            let explicit = load_evidence(&input)?;
+            let options = Options {
+                explicit: &explicit,
+                ..Options::default()
+            };
+            let projected = project(&body, format, &config, options)?;
             write_stdout(projected.body.as_bytes())
         }
         Command::Inspect { input, json } => {
