@@ -31,7 +31,6 @@ use crate::reading::Reading;
 use crate::refs::neutralise;
 use crate::session::Session;
 use crate::texts::{self, steps_old, Named};
-use crate::tools::BrowserTools;
 use crate::transcript::Transcript;
 
 /// One observation as the archive keeps it.
@@ -78,7 +77,7 @@ impl Archive {
     /// Every browser observation and page report of `transcript`, with step numbers
     /// counted over its browser results.
     pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
-        let tools = BrowserTools::new(&config.browser_tools);
+        let tools = config.tools();
         let memo = Memo::for_request();
         let session = Session::build(transcript, &tools, &memo);
         let mut archive = Archive::new(usize::MAX);

@@ -8,7 +8,7 @@
 //! strict on/off reading every layer uses.
 
 use crate::error::ConfigError;
-use crate::tools::DEFAULT_BROWSER_TOOLS;
+use crate::tools::{BrowserTools, DEFAULT_BROWSER_TOOLS, DEFAULT_PAGE_TOOLS};
 
 /// Every setting of the staleguard core. `Default` gives the documented defaults. The
 /// hosts' settings (the `[proxy]` and `[mcp]` tables) are read by the hosts.
@@ -38,6 +38,10 @@ pub struct Config {
     pub request_budget_bytes: Option<usize>,
     /// Tool name patterns (`*` wildcards) that make a call a browser call.
     pub browser_tools: Vec<String>,
+    /// Tool name patterns of the other tools whose results are taken for pages when their
+    /// text is a page tree (a snapshot file read back through `Read`, `cat`, `read_file`);
+    /// `["*"]`, any tool, by default; empty turns it off (SPEC 1).
+    pub page_tools: Vec<String>,
 }
 
 impl Default for Config {
@@ -56,6 +60,7 @@ impl Default for Config {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            page_tools: DEFAULT_PAGE_TOOLS.iter().map(|s| s.to_string()).collect(),
         }
     }
 }
@@ -65,7 +70,7 @@ const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
 /// The keys of the file layer. The `[proxy]` and `[mcp]` tables belong to the hosts, which
 /// read and check them from the same text (`staleguard_proxy::ProxyConfig`,
 /// `staleguard_mcp::McpConfig`); the core skips them. Any other key is refused.
-const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, [proxy], [mcp]";
+const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, page_tools, [proxy], [mcp]";
 
 /// One key's value as `T`; a value of the wrong type is an error that names the key.
 fn typed<T: serde::de::DeserializeOwned>(key: &str, value: toml::Value) -> Result<T, ConfigError> {
@@ -189,6 +194,7 @@ impl Config {
             "evidence_max_quote_bytes" => self.evidence_max_quote_bytes = typed(key, value)?,
             "request_budget_bytes" => self.request_budget_bytes = Some(typed(key, value)?),
             "browser_tools" => self.browser_tools = typed(key, value)?,
+            "page_tools" => self.page_tools = typed(key, value)?,
             "proxy" | "mcp" => {}
             other => {
                 return Err(ConfigError::File(format!(
@@ -233,15 +239,28 @@ impl Config {
             self.request_budget_bytes = Some(n);
         }
         if let Some(list) = env("STALEGUARD_BROWSER_TOOLS") {
-            self.browser_tools = list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect();
+            self.browser_tools = name_list(&list);
+        }
+        if let Some(list) = env("STALEGUARD_PAGE_TOOLS") {
+            self.page_tools = name_list(&list);
         }
         Ok(())
     }
+
+    /// The tool sets this config names, compiled: browser tools, and the tools whose
+    /// results may carry pages.
+    pub fn tools(&self) -> BrowserTools {
+        BrowserTools::new(&self.browser_tools).with_page_tools(&self.page_tools)
+    }
+}
+
+/// A comma-separated list of tool name patterns.
+fn name_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn set<T>(slot: &mut T, value: Option<T>) {

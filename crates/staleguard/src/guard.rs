@@ -63,6 +63,33 @@ fn description(arguments: &str) -> Option<String> {
     args.get("element")?.as_str().map(str::to_lowercase)
 }
 
+/// What the call says each ref is: `element` for the call's own refs, and for a form
+/// field (`fields[]` of `browser_fill_form`) its `name` (or its own `element`).
+fn descriptions(arguments: &str) -> Vec<(String, String)> {
+    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+        return Vec::new();
+    };
+    let said = |o: &serde_json::Map<String, Value>, key: &str| {
+        o.get(key).and_then(Value::as_str).map(str::to_string)
+    };
+    let ref_of =
+        |o: &serde_json::Map<String, Value>| crate::refs::REF_KEYS.iter().find_map(|k| said(o, k));
+    let mut out = Vec::new();
+    if let (Some(id), Some(d)) = (ref_of(&args), said(&args, "element")) {
+        out.push((id, d));
+    }
+    let fields = args.get("fields").and_then(Value::as_array);
+    for field in fields.into_iter().flatten().filter_map(Value::as_object) {
+        if let (Some(id), Some(d)) = (
+            ref_of(field),
+            said(field, "element").or(said(field, "name")),
+        ) {
+            out.push((id, d));
+        }
+    }
+    out
+}
+
 fn describes(description: &str, element: &Element) -> bool {
     let name = element.name.to_lowercase();
     !name.is_empty() && description.contains(name.as_str())
@@ -107,7 +134,7 @@ pub fn verdicts(
 
 /// Asks the guard about a call, given the session so far.
 pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTools) -> Verdict {
-    if !tools.is_browser(name) {
+    if !tools.is_browser(name) || reads_only(name) {
         return Verdict::Allow { note: None };
     }
     let refs = targets(arguments);
@@ -128,8 +155,17 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
         return refuse(Refusal::NeedsSnapshot, &text);
     }
     let description = description(arguments);
+    let described = descriptions(arguments);
     let mut notes = Vec::new();
     for id in &refs {
+        let own = described
+            .iter()
+            .find(|(r, _)| r.trim_start_matches('@') == id);
+        if let Some((_, said)) = own {
+            if let Some(verdict) = wrong_element(session, id, said, snapshot_tool) {
+                return verdict;
+            }
+        }
         match check_ref(session, id, description.as_deref()) {
             Ok(Some(note)) => notes.push(note),
             Ok(None) => {}
@@ -142,6 +178,13 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
     Verdict::Allow {
         note: (!notes.is_empty()).then(|| notes.join(" ")),
     }
+}
+
+/// A call that only reads the page (a snapshot, part of it, a search in it) acts on
+/// nothing: a stale ref in it costs an error from the server at most, and it is how the
+/// model gets fresh refs.
+fn reads_only(tool: &str) -> bool {
+    crate::tools::bare_names(tool).any(|n| n.ends_with("snapshot") || n == "browser_find")
 }
 
 fn refuse(why: Refusal, message: &str) -> Verdict {
@@ -189,6 +232,31 @@ fn check_ref(
             &seen.id,
         ))),
     }
+}
+
+/// SPEC 5, "The description must fit the ref": a live ref whose element plainly is not
+/// what the call says it acts on. A ref that named what the call describes on an older page
+/// is left to `check_ref`, which says where it came from.
+fn wrong_element(session: &Tracker, id: &str, said: &str, snapshot_tool: &str) -> Option<Verdict> {
+    let now = session.page().refs.get(id)?;
+    if !crate::description::plainly_disagrees(said, &now.name) {
+        return None;
+    }
+    let described_before = session
+        .history()
+        .iter()
+        .filter_map(|s| s.refs.get(id))
+        .any(|then| then != now && !crate::description::plainly_disagrees(said, &then.name));
+    if described_before {
+        return None;
+    }
+    let text = texts::wrong_element(
+        id,
+        &texts::element(&now.role, &now.name),
+        said,
+        snapshot_tool,
+    );
+    Some(refuse(Refusal::ReusedRef, &text))
 }
 
 fn submission(session: &Tracker, tool: &str, id: &str) -> Option<Verdict> {

@@ -19,7 +19,13 @@ use crate::texts;
 /// What a browser result told about the page.
 enum Applied {
     Tree,
-    Report,
+    /// Part of the page's tree (SPEC 1, partial observations): its refs join the page's.
+    Part,
+    /// The page was named without a tree; `unseen` when it is another page than the one
+    /// last seen, whose refs the model has not read.
+    Report {
+        unseen: bool,
+    },
     Nothing,
 }
 
@@ -56,8 +62,14 @@ pub struct Page {
 }
 
 impl Page {
-    /// Applies one browser result.
-    fn apply<T>(&mut self, text: T, reading: &Arc<Reading>, with_refs: bool) -> Applied
+    /// Applies one browser result; `partial` when its call asked for part of the page.
+    fn apply<T>(
+        &mut self,
+        text: T,
+        reading: &Arc<Reading>,
+        with_refs: bool,
+        partial: bool,
+    ) -> Applied
     where
         T: AsRef<str> + Into<Arc<str>>,
     {
@@ -66,13 +78,30 @@ impl Page {
                 self.apply_header(header);
                 Applied::Nothing
             }
+            Some(header)
+                if header.is_observation() && (partial || header.kind == TreeKind::Partial) =>
+            {
+                if with_refs {
+                    self.refs = self.refs.with_diff(text.into(), reading.clone(), None);
+                }
+                Applied::Part
+            }
             Some(header) if header.is_observation() => {
                 self.apply_observation(header, text, reading, with_refs);
                 Applied::Tree
             }
             Some(header) => {
+                let navigated = self.known
+                    && header
+                        .url
+                        .as_deref()
+                        .is_some_and(|u| !same_page(u, &self.url));
+                // A linked snapshot of the same page is newer than the tree the model has,
+                // but the refs it has still name what they named (servers that link keep a
+                // document's refs): only another page makes them unknown.
+                let unseen = navigated || !self.known;
                 self.apply_header(header);
-                Applied::Report
+                Applied::Report { unseen }
             }
             None => {
                 let tabs = &reading.tree(text.as_ref()).tab_list;
@@ -177,6 +206,13 @@ impl Page {
             self.flat,
         )
     }
+}
+
+/// Two URLs name the same page when they differ at most in their fragment (`#top`): a
+/// jump within the page keeps its tree.
+fn same_page(a: &str, b: &str) -> bool {
+    let page = |u: &str| u.split_once('#').map_or(u, |(p, _)| p).to_string();
+    page(a) == page(b)
 }
 
 /// Names of controls whose activation may submit something that must not happen twice.
@@ -420,9 +456,13 @@ impl Tracker {
                     on_call(&self, call.item, call.tool, call.arguments);
                     self.call(call.item, call.tool, call.arguments);
                 }
-                Event::Result(step) => {
-                    self.result(step.item, step.text, &step.reading, step.failed)
-                }
+                Event::Result(step) => self.result_of_part(
+                    step.item,
+                    step.text,
+                    &step.reading,
+                    step.failed,
+                    step.partial,
+                ),
             }
         }
         self
@@ -490,10 +530,26 @@ impl Tracker {
     where
         T: AsRef<str> + Into<Arc<str>>,
     {
+        self.result_of_part(at, text, reading, failed, false);
+    }
+
+    /// [`result`](Self::result) of a call that asked for part of the page (a targeted or
+    /// depth-limited snapshot, part of a file) when `partial`: its tree is part of the page,
+    /// and its refs join the page's.
+    pub fn result_of_part<T>(
+        &mut self,
+        at: usize,
+        text: T,
+        reading: &Arc<Reading>,
+        failed: bool,
+        partial: bool,
+    ) where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
         if failed {
             return self.failure(at);
         }
-        self.apply(at, text, reading);
+        self.apply(at, text, reading, partial);
         self.count_step(at);
     }
 
@@ -538,7 +594,7 @@ impl Tracker {
     {
         if !reading.failed {
             self.call_page = page_id;
-            self.apply(at, text, reading);
+            self.apply(at, text, reading, false);
         }
     }
 
@@ -555,11 +611,32 @@ impl Tracker {
         trim(&mut self.submissions, keep);
     }
 
-    fn apply<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>)
+    fn apply<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>, partial: bool)
     where
         T: AsRef<str> + Into<Arc<str>>,
     {
-        match self.page.apply(text, reading, !self.counting) {
+        let part = partial
+            || reading
+                .header
+                .as_ref()
+                .is_some_and(|h| h.kind == TreeKind::Partial);
+        if part && self.page_unseen {
+            // The tree it would refine is gone: the page changed since.
+            self.page.refs = PageRefs::default();
+        }
+        match self.page.apply(text, reading, !self.counting, partial) {
+            Applied::Part => {
+                self.page_unseen = false;
+                self.page.known = true;
+                if !self.counting {
+                    self.history.push(Seen {
+                        item: at,
+                        id: reading.id.clone(),
+                        url: self.page.url.clone(),
+                        refs: self.page.refs.clone(),
+                    });
+                }
+            }
             Applied::Tree => {
                 self.page_unseen = false;
                 self.page.page_id.clone_from(&self.call_page);
@@ -572,7 +649,7 @@ impl Tracker {
                     });
                 }
             }
-            Applied::Report => self.page_unseen = true,
+            Applied::Report { unseen } => self.page_unseen |= unseen,
             Applied::Nothing => {}
         }
         self.current = self.page.fingerprint();

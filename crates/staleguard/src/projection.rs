@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
+use crate::reading::Header;
 use crate::receipt;
 use crate::session::{Session, Step};
 use crate::transcript::Edit;
@@ -122,8 +123,10 @@ pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
 /// that is an incremental diff, the last full tree it updates.
 pub(crate) fn live_start(steps: &[Step<'_>]) -> Option<usize> {
     let newest = steps.iter().rposition(|s| s.tree_kind().is_some())?;
-    if steps[newest].tree_kind() != Some(TreeKind::Diff) {
-        return Some(newest);
+    match steps[newest].tree_kind() {
+        Some(TreeKind::Diff) => {}
+        Some(TreeKind::Partial) => return Some(partial_start(steps, newest)),
+        _ => return Some(newest),
     }
     let mut start = newest;
     for i in (0..newest).rev() {
@@ -134,6 +137,39 @@ pub(crate) fn live_start(steps: &[Step<'_>]) -> Option<usize> {
         }
     }
     Some(start)
+}
+
+/// Where the live page state starts when its newest observation is partial: at the full
+/// tree it refines, unless a result since said the page has a tree the model has not read
+/// (a linked snapshot file, another page): then at the first partial after that.
+fn partial_start(steps: &[Step<'_>], newest: usize) -> usize {
+    let mut start = newest;
+    for i in (0..newest).rev() {
+        let step = &steps[i];
+        match step.tree_kind() {
+            Some(TreeKind::Full) => return i,
+            Some(_) => start = i,
+            None if !step.failed && supersedes(step, &steps[start]) => return start,
+            None => {}
+        }
+    }
+    start
+}
+
+/// A page report that supersedes the tree before it: it links a tree of its own, or names
+/// another page than `part`.
+fn supersedes(report: &Step<'_>, part: &Step<'_>) -> bool {
+    let Some(header) = &report.reading.header else {
+        return false;
+    };
+    let other_page = match (
+        &header.url,
+        part.reading.header.as_ref().and_then(|h| h.url.as_ref()),
+    ) {
+        (Some(a), Some(b)) => a != b,
+        _ => false,
+    };
+    header.linked.is_some() || other_page
 }
 
 fn report(
@@ -160,7 +196,8 @@ fn report(
             append: false,
         });
     }
-    let header = reading.header.as_ref();
+    let named = named_header(step);
+    let header = named.as_deref();
     ResultReport {
         item: step.item,
         message: step.message,
@@ -191,7 +228,7 @@ struct KeptReceipt {
 /// and bound, and kept in the memo; `None` when it names no page.
 fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> {
     let reading = &step.reading;
-    let header = reading.header.as_ref()?;
+    let header = &*named_header(step)?;
     let (tool, images) = (step.tool, step.images);
     let render = || {
         let input = receipt::ReceiptInput {
@@ -209,6 +246,14 @@ fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> 
         }
     };
     let mut context = xxhash_rust::xxh3::Xxh3::new();
+    if let Some(page) = &step.linked_page {
+        // The page a read-back file shows comes from the call around it, not its text.
+        for name in [&page.url, &page.title] {
+            let name = name.as_deref().unwrap_or("");
+            context.update(&name.len().to_le_bytes());
+            context.update(name.as_bytes());
+        }
+    }
     context.update(tool.as_bytes());
     context.update(&images.to_le_bytes());
     context.update(&max_bytes.to_le_bytes());
@@ -217,6 +262,21 @@ fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> 
     let at = (step.key, context.digest128());
     let kept = memo.kept(Share::Texts, at, same, render, weigh);
     Some(kept.text.clone())
+}
+
+/// The page `step` names: its header, with the URL and title of the browser result that
+/// linked the file when the step reads one back and its text names neither.
+pub(crate) fn named_header<'s>(step: &'s Step<'_>) -> Option<std::borrow::Cow<'s, Header>> {
+    let header = step.reading.header.as_ref()?;
+    match &step.linked_page {
+        Some(page) if header.url.is_none() && header.title.is_none() => {
+            let mut named = header.clone();
+            named.url.clone_from(&page.url);
+            named.title.clone_from(&page.title);
+            Some(std::borrow::Cow::Owned(named))
+        }
+        _ => Some(std::borrow::Cow::Borrowed(header)),
+    }
 }
 
 /// Bytes of a kept receipt besides its text and tool: the entry, its key and counts.

@@ -80,6 +80,8 @@ pub struct Header {
     pub images: usize,
     /// It only lists the browser's pages ([`Observation::lists_pages`]).
     pub lists_pages: bool,
+    /// The file it links its tree to instead of carrying it ([`Observation::linked`]).
+    pub linked: Option<String>,
 }
 
 impl Header {
@@ -94,6 +96,7 @@ impl Header {
             refs: obs.ref_count(),
             images: obs.images,
             lists_pages: obs.lists_pages,
+            linked: obs.linked.as_deref().map(str::to_string),
         }
     }
 
@@ -418,7 +421,7 @@ impl Reading {
         bytes += self.verification.capacity() * size_of::<String>();
         bytes += self.verification.iter().map(string).sum::<usize>();
         if let Some(h) = &self.header {
-            let text = [&h.url, &h.title, &h.action];
+            let text = [&h.url, &h.title, &h.action, &h.linked];
             bytes += text
                 .iter()
                 .filter_map(|s| s.as_ref())

@@ -174,6 +174,7 @@ mod tests {
             refs: 0,
             images: 0,
             lists_pages: false,
+            linked: None,
         }
     }
 

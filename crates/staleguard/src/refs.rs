@@ -61,7 +61,10 @@ pub fn targets(arguments: &str) -> Vec<String> {
     let mut take = |object: &serde_json::Map<String, Value>| {
         for key in REF_KEYS {
             if let Some(Value::String(r)) = object.get(*key) {
-                refs.push(r.trim_start_matches('@').to_string());
+                let id = r.trim_start_matches('@');
+                if looks_like_ref(id) {
+                    refs.push(id.to_string());
+                }
             }
         }
     };
@@ -74,6 +77,14 @@ pub fn targets(arguments: &str) -> Vec<String> {
     refs.sort();
     refs.dedup();
     refs
+}
+
+/// True for a value that can be a ref: a [`is_ref_id`] with a digit in it (`e12`, `f1e3`,
+/// `4_5`, `1-0-4`, `33`). Playwright also takes a selector as `target`
+/// (`button:has-text("Run test")`, `#submit`): that names no ref, and no page can make it
+/// stale.
+fn looks_like_ref(id: &str) -> bool {
+    is_ref_id(id) && id.bytes().any(|b| b.is_ascii_digit())
 }
 
 /// The page a call names (Chrome DevTools MCP's `pageId`, a number or a string), which scopes
@@ -320,6 +331,26 @@ mod tests {
         // Not ours: no digits, or no letter after them.
         for kept in ["[ref=d7]", "[ref=dx7]", "[ref=d12]", "xref=d3e7", "[ref=d]"] {
             assert!(matches!(unscoped(kept), Cow::Borrowed(_)), "{kept}");
+        }
+    }
+
+    /// Playwright takes a selector where it takes a ref: a selector names no ref.
+    #[test]
+    fn a_selector_target_names_no_ref() {
+        let args =
+            |target: &str| serde_json::json!({"element": "Run", "target": target}).to_string();
+        for selector in [
+            "button:has-text(\"Run test\")",
+            "#submit",
+            "button",
+            "text=Place order",
+            "[data-test=go]",
+            "",
+        ] {
+            assert!(targets(&args(selector)).is_empty(), "{selector}");
+        }
+        for id in ["e12", "f1e3", "4_5", "1-0-4", "33", "@e4"] {
+            assert_eq!(targets(&args(id)), [id.trim_start_matches('@')], "{id}");
         }
     }
 

@@ -13,6 +13,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::call_args::{file_name, CallArgs};
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
 use crate::reading::{Depth, Reader, Reading, TreeParts};
@@ -44,6 +45,15 @@ pub struct Step<'t> {
     pub key: u128,
     /// Index of its call in the transcript.
     pub call_item: usize,
+    /// A result of a tool that is no browser tool, taken for a page by its content (a
+    /// snapshot file read back, SPEC 1).
+    pub by_content: bool,
+    /// The call asked for part of the page only (a targeted or depth-limited snapshot, part
+    /// of a file): a full tree in its text is a partial observation.
+    pub partial: bool,
+    /// The page a read-back file shows, as the browser result that linked the file named
+    /// it: `(url, title)`.
+    pub linked_page: Option<Arc<LinkedPage>>,
     /// What one analysis derives from the text (evidence's page words), kept in the memo by
     /// [`key`](Self::key) and here for the rest of the request: see [`derived`](Self::derived).
     derived: OnceLock<Arc<dyn Any + Send + Sync>>,
@@ -71,7 +81,10 @@ impl Step<'_> {
     /// The observation kind when the step carries a live-able tree: not failed, with refs.
     pub fn tree_kind(&self) -> Option<TreeKind> {
         match &self.reading.header {
-            Some(h) if !self.failed && h.is_observation() => Some(h.kind),
+            Some(h) if !self.failed && h.is_observation() => match h.kind {
+                TreeKind::Full if self.partial => Some(TreeKind::Partial),
+                kind => Some(kind),
+            },
             _ => None,
         }
     }
@@ -80,6 +93,16 @@ impl Step<'_> {
     pub fn tree(&self) -> &TreeParts {
         self.reading.tree(self.text)
     }
+}
+
+/// The page a browser result named when it linked its tree to a file: what a read of the
+/// file shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedPage {
+    /// The page's URL, as the linking result named it.
+    pub url: Option<String>,
+    /// The page's title, as the linking result named it.
+    pub title: Option<String>,
 }
 
 /// A browser call, in transcript order.
@@ -143,6 +166,9 @@ impl<'t> Session<'t> {
             calls: Vec::new(),
             unpaired: 0,
         };
+        // Files that browser results linked their trees to, by file name: the page a read
+        // of one shows.
+        let mut linked: HashMap<String, Arc<LinkedPage>> = HashMap::new();
         for (item, entry) in transcript.items.iter().enumerate() {
             match entry {
                 Item::Call(call) if is_browser(&call.name) => session.calls.push(Call {
@@ -158,10 +184,12 @@ impl<'t> Session<'t> {
                         session.unpaired += usize::from(result.call_id.is_some());
                         continue;
                     };
-                    if !is_browser(&c.name) {
+                    let browser = is_browser(&c.name);
+                    let text: &str = &result.text;
+                    let by_content = !browser;
+                    if by_content && !(tools.carries_pages(&c.name) && may_be_page(text)) {
                         continue;
                     }
-                    let text: &str = &result.text;
                     let key = memo.key(text);
                     // The same length check as the memo's: a hit on text of another size is no hit.
                     let reading = match local.get(&key).filter(|r| r.bytes == text.len()) {
@@ -172,6 +200,27 @@ impl<'t> Session<'t> {
                             reading
                         }
                     };
+                    if by_content && !is_page_by_content(&reading) {
+                        continue;
+                    }
+                    let args = if by_content || is_snapshot_tool(&c.name) {
+                        CallArgs::of(&c.arguments)
+                    } else {
+                        CallArgs::default()
+                    };
+                    let linked_page = match &args.file {
+                        Some(file) if by_content => linked.get(file_name(file)).cloned(),
+                        _ => None,
+                    };
+                    if let Some(h) = reading.header.as_ref().filter(|_| browser) {
+                        if let Some(file) = h.linked.as_deref() {
+                            let page = Arc::new(LinkedPage {
+                                url: h.url.clone(),
+                                title: h.title.clone(),
+                            });
+                            linked.insert(file_name(file).to_string(), page);
+                        }
+                    }
                     session.steps.push(Step {
                         item,
                         message: result.message,
@@ -184,6 +233,9 @@ impl<'t> Session<'t> {
                         reading,
                         key,
                         call_item,
+                        by_content,
+                        partial: args.partial,
+                        linked_page,
                         derived: OnceLock::new(),
                     });
                 }
@@ -203,6 +255,27 @@ impl<'t> Session<'t> {
             _ => steps.next().map(Event::Result),
         })
     }
+}
+
+/// A cheap first look at a result of a tool that is no browser tool: only text with a ref in
+/// it can be a page, and most results (source files, logs) have none.
+fn may_be_page(text: &str) -> bool {
+    memchr::memmem::find(text.as_bytes(), b"[ref=").is_some()
+}
+
+/// A result of any tool is a page when a format exact enough for that says so, and it
+/// carries refs.
+fn is_page_by_content(reading: &Reading) -> bool {
+    reading.header.as_ref().is_some_and(|h| {
+        h.is_observation()
+            && crate::observation::format_named(h.format).is_some_and(|f| f.by_content())
+    })
+}
+
+/// `browser_snapshot`, `take_snapshot` and the like, behind any MCP prefix: its arguments
+/// may ask for part of the page.
+fn is_snapshot_tool(name: &str) -> bool {
+    crate::tools::bare_names(name).any(|n| n.ends_with("snapshot"))
 }
 
 /// A browser call or result, for analyses that replay the session.
@@ -238,7 +311,20 @@ mod tests {
         let tools = BrowserTools::new(crate::tools::DEFAULT_BROWSER_TOOLS);
         let memo = Memo::for_request();
         let session = Session::build(request.transcript(), &tools, &memo);
-        let texts: std::collections::HashSet<&str> = session.steps.iter().map(|s| s.text).collect();
+        let mut texts: std::collections::HashSet<&str> =
+            session.steps.iter().map(|s| s.text).collect();
+        // Results of other tools are read too when they may be pages (SPEC 1), once each.
+        let transcript = request.transcript();
+        let pairs = transcript.pair_calls();
+        for (item, entry) in transcript.items.iter().enumerate() {
+            let Item::Result(result) = entry else {
+                continue;
+            };
+            let call = pairs[item].and_then(|c| transcript.call(c));
+            if call.is_some_and(|c| !tools.is_browser(&c.name)) && may_be_page(&result.text) {
+                texts.insert(&result.text);
+            }
+        }
         texts.len()
     }
 

@@ -154,6 +154,14 @@ pub(crate) fn reused_ref(id: &str, now: &str, then: &str, observation: &str, url
     )
 }
 
+/// Refusal reason: ref `id` names element `now` (see [`element`]) on the newest page, which
+/// is not what the call describes (`description`); `tool` takes a fresh snapshot.
+pub(crate) fn wrong_element(id: &str, now: &str, description: &str, tool: &str) -> String {
+    format!(
+        "ref {id} is {now}, not {description:?}. Take a fresh snapshot ({tool}) and act on the ref it shows for what you mean."
+    )
+}
+
 /// The note on an allowed call whose ref `id` named another element on an older page and
 /// whose arguments give no description to tell which one is meant.
 pub(crate) fn ambiguous_ref(id: &str, now: &str, then: &str, observation: &str) -> String {

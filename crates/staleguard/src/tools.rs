@@ -46,21 +46,45 @@ pub(crate) fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
-/// Compiled browser tool patterns.
+/// Default patterns of the tools whose results may carry pages by their content (a file
+/// read, a shell command): any tool.
+pub(crate) const DEFAULT_PAGE_TOOLS: &[&str] = &["*"];
+
+/// Compiled browser tool patterns, and the patterns of the other tools whose results may
+/// carry pages.
 #[derive(Debug, Clone)]
 pub struct BrowserTools {
     patterns: Vec<WildMatch>,
+    pages: Vec<WildMatch>,
+}
+
+fn compile<S: AsRef<str>>(patterns: &[S]) -> Vec<WildMatch> {
+    patterns
+        .iter()
+        .map(|p| WildMatch::new(p.as_ref()))
+        .collect()
 }
 
 impl BrowserTools {
-    /// Compiles `patterns`: tool names with `*` and `?` wildcards.
+    /// Compiles `patterns`: tool names with `*` and `?` wildcards. Any other tool's
+    /// results may carry pages ([`with_page_tools`](Self::with_page_tools) narrows that).
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
         BrowserTools {
-            patterns: patterns
-                .iter()
-                .map(|p| WildMatch::new(p.as_ref()))
-                .collect(),
+            patterns: compile(patterns),
+            pages: compile(DEFAULT_PAGE_TOOLS),
         }
+    }
+
+    /// Only tools that match `patterns` (besides browser tools) may carry pages in their
+    /// results; an empty list turns finding pages by content off.
+    pub fn with_page_tools<S: AsRef<str>>(mut self, patterns: &[S]) -> Self {
+        self.pages = compile(patterns);
+        self
+    }
+
+    /// True when a result of `name` may carry a page by its content (SPEC 1).
+    pub fn carries_pages(&self, name: &str) -> bool {
+        bare_names(name).any(|n| self.pages.iter().any(|p| p.matches(n)))
     }
 
     /// True when `name`, or a name it goes by under an MCP client's prefix
@@ -86,7 +110,31 @@ pub(crate) fn bare_names(name: &str) -> impl Iterator<Item = &str> {
                 .filter_map(move |(i, _)| rest.get(i + 1..))
         })
         .filter(|n| !n.is_empty());
-    std::iter::once(name).chain(claude).chain(gemini)
+    std::iter::once(name)
+        .chain(claude)
+        .chain(gemini)
+        .chain(server_prefixed(name))
+}
+
+/// Words in a server name that say it drives a browser: opencode's `<server>_<tool>` names
+/// take their prefix from the user's config, and only a browser server's one-word tools
+/// (`chrome-devtools_click`) are taken for browser tools.
+const BROWSER_SERVER_WORDS: &[&str] = &["browser", "playwright", "chrome", "devtools", "puppeteer"];
+
+/// opencode names an MCP tool `<server>_<tool>` (`playwright_browser_click`): what follows a
+/// `_` is a bare name when it reads as one of a browser server's own, `browser...` or
+/// `agent...`, or when the part before it names a browser server. `github_close_page` stays
+/// what it is.
+fn server_prefixed(name: &str) -> impl Iterator<Item = &str> {
+    let browser_server = |server: &str| {
+        let server = server.to_ascii_lowercase();
+        BROWSER_SERVER_WORDS.iter().any(|w| server.contains(w))
+    };
+    name.match_indices('_').filter_map(move |(i, _)| {
+        let (server, rest) = (name.get(..i)?, name.get(i + 1..)?);
+        let own = rest.starts_with("browser") || rest.starts_with("agent");
+        (!server.is_empty() && !rest.is_empty() && (own || browser_server(server))).then_some(rest)
+    })
 }
 
 /// `mcp__playwright__browser_click` and `playwright__browser_click` name `browser_click`.
@@ -168,6 +216,41 @@ mod tests {
         assert!(is_own("mcp_browser_browser_history"));
         assert!(is_own("mcp__playwright__browser_history"));
         assert!(!is_own("mcp_browser_history_x"));
+    }
+
+    /// Every client's spelling of the same tools, as each writes them into a request.
+    #[test]
+    fn each_client_spells_browser_tools_its_own_way() {
+        let t = BrowserTools::new(DEFAULT_BROWSER_TOOLS);
+        let clients = [
+            ("bare", "browser_click"),
+            ("Claude Code", "mcp__playwright__browser_click"),
+            ("Claude Code, any server name", "mcp__pw__browser_snapshot"),
+            ("Gemini CLI", "mcp_playwright_browser_click"),
+            ("Gemini CLI, cdmcp", "mcp_chrome-devtools_take_snapshot"),
+            ("server__tool", "playwright__browser_click"),
+            ("opencode", "playwright_browser_click"),
+            ("opencode, other server name", "pw_browser_navigate"),
+            ("opencode, cdmcp", "chrome-devtools_click"),
+            (
+                "opencode, cdmcp underscored",
+                "chrome_devtools_take_snapshot",
+            ),
+            ("agent-browser", "agent_browser_click"),
+        ];
+        for (client, name) in clients {
+            assert!(t.is_browser(name), "{client}: {name}");
+        }
+        for name in [
+            "github_close_page",
+            "fs_read_file",
+            "double_click",
+            "my_tool_fill",
+            "read",
+            "bash",
+        ] {
+            assert!(!t.is_browser(name), "{name}");
+        }
     }
 
     #[test]

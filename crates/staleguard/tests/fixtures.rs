@@ -209,7 +209,8 @@ fn seed_format_cases() {
 
 #[test]
 fn repeated_tool_call_ids_resolve_to_the_nearest_call() {
-    // call_1 is first a navigation and later a read_file; both results carry a tree.
+    // call_1 is first a navigation and later a read_file; both results carry a tree, and a
+    // tree read through any tool is a page (SPEC 1): each result names its nearest call.
     let tree = "### Page\n- Page URL: http://a.test/\n- Page Title: A\n### Snapshot\n```yaml\n- button \"Go\" [ref=e1]\n```";
     let body = serde_json::json!({"messages": [
         {"role": "assistant", "content": null, "tool_calls": [call("call_1", "browser_navigate")]},
@@ -226,13 +227,15 @@ fn repeated_tool_call_ids_resolve_to_the_nearest_call() {
         .report()
         .results
         .iter()
-        .map(|r| (r.message, r.status))
+        .map(|r| (r.message, &*r.tool, r.status))
         .collect();
-    assert_eq!(statuses, vec![(1, Status::Collapsed), (5, Status::Live)]);
     assert_eq!(
-        messages(&body)[3],
-        messages(&p.body)[3],
-        "the read_file result is untouched"
+        statuses,
+        vec![
+            (1, "browser_navigate", Status::Collapsed),
+            (3, "read_file", Status::Collapsed),
+            (5, "browser_snapshot", Status::Live)
+        ]
     );
 }
 

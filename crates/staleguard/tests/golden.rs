@@ -176,15 +176,21 @@ fn outputs_match_the_digests_taken_before_the_reorganisation() {
         .filter_map(|l| l.rsplit_once(' '))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let changed: Vec<&String> = now.keys().filter(|k| kept.get(*k) != now.get(*k)).collect();
+    let changed: Vec<&String> = kept
+        .keys()
+        .filter(|k| now.get(*k).is_some_and(|v| Some(v) != kept.get(*k)))
+        .collect();
+    let new: Vec<&String> = now.keys().filter(|k| !kept.contains_key(*k)).collect();
     let missing: Vec<&String> = kept.keys().filter(|k| !now.contains_key(*k)).collect();
     assert!(
-        changed.is_empty() && missing.is_empty(),
-        "{} of {} outputs changed, {} missing; first: {:?} {:?}",
-        changed.len(),
+        changed.is_empty() && new.is_empty() && missing.is_empty(),
+        "of {} outputs, {} changed, {} are new (a new recording: take them), {} missing;\nchanged: {:#?}\nnew: {:?}\nmissing: {:?}",
         now.len(),
+        changed.len(),
+        new.len(),
         missing.len(),
-        changed.first(),
+        changed.iter().take(40).collect::<Vec<_>>(),
+        new.first(),
         missing.first()
     );
     assert!(now.len() > 1000, "only {} outputs held", now.len());

@@ -30,6 +30,12 @@ impl ObservationFormat for AgentBrowser {
         NAME
     }
 
+    /// It takes a bare tree after a few lines of anything: exact enough for an
+    /// agent-browser tool's results, not for a file read.
+    fn by_content(&self) -> bool {
+        false
+    }
+
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
         if is_other_format(text) {
             return None;

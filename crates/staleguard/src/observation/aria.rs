@@ -85,18 +85,27 @@ pub struct TreeStats {
 
 /// Parses every line of `tree` and appends its refs, nodes and chunks to `obs`.
 pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
-    let mut parser = LineParser::default();
     // Nearly every line is a node with a ref: size once instead of growing MBs of parts.
     let count = memchr::memchr_iter(b'\n', tree.as_bytes()).count() + 1;
     obs.nodes.reserve(count);
     obs.refs.reserve(count);
+    parse_lines(lines(tree).map(|l| l.text), obs)
+}
+
+/// [`parse_tree`] of a tree given line by line, for a tree whose lines carry more than the
+/// tree (a file tool's line numbers).
+pub fn parse_lines<'a>(
+    tree: impl Iterator<Item = &'a str>,
+    obs: &mut Observation<'a>,
+) -> TreeStats {
+    let mut parser = LineParser::default();
     let mut blocks = Blocks::default();
-    for line in lines(tree) {
-        let body = trim_indent(line.text);
+    for line in tree {
+        let body = trim_indent(line);
         if body.is_empty() {
             continue;
         }
-        let indent = line.text.len() - body.len();
+        let indent = line.len() - body.len();
         blocks.close_at(indent, obs);
         let before = obs.chunks.len();
         parser.body(indent, body, obs);
@@ -1032,10 +1041,14 @@ fn emit<'a, 's>(
     });
     let hash = node_hash(canon, src, &role, raw_name, &mut attrs, trim_end(after));
     if let Some(id) = id {
+        // A generic node (a clickable `div`) without a name that shows its text inline
+        // (`- generic [ref=e7]: Resend in 39s`) goes by that text: it is what the model
+        // calls it. A control's inline text is its value; a paragraph's is page text.
+        let shown = || (&*role == "generic").then(|| value_of(after)).flatten();
         obs.refs.push(ElementRef {
             id,
             role: role.clone(),
-            name: name.clone().unwrap_or(Cow::Borrowed("")),
+            name: name.clone().or_else(shown).unwrap_or(Cow::Borrowed("")),
         });
     }
     if control {

@@ -18,11 +18,23 @@
 //! page report when it names a page (`Page navigated to <url>.`, `Successfully navigated to
 //! <url>.`, `## Pages`, `## Opened pages`); action results such as `Successfully filled out
 //! the element` name none.
+//!
+//! Behind opt-in flags the server writes the same tree as data ([`data`]): TOON under the
+//! same heading (`--experimentalDataFormat=toon`), or JSON in `structuredContent`
+//! (`--experimentalStructuredContent`), which some clients forward instead of the text. Both
+//! read as the text form of the same page: the same uids, roles, names, URL, title and
+//! fingerprint nodes. A data form also shows the text children the text form leaves out
+//! (`link "Home"` over the text `Home`): their uids are refs too, but not nodes or chunks.
+
+mod data;
 
 use std::borrow::Cow;
 
 use super::aria::{is_control_role, lines, Line};
 use super::model::{Control, ElementRef, Node, Observation, ObservationFormat, Tab, TreeKind};
+use data::{Printed, Value};
+
+pub use data::is_uid;
 
 /// Name of this format.
 pub const NAME: &str = "chrome-devtools-mcp";
@@ -92,6 +104,9 @@ enum Section {
 /// Reads the result; with `full`, the snapshot's refs, controls, chunks and nodes too
 /// (otherwise its refs are only counted).
 fn read(text: &str, full: bool) -> Option<Observation<'_>> {
+    if text.trim_start().starts_with('{') {
+        return read_structured(text, full);
+    }
     let mut obs = Observation::new(NAME, TreeKind::Report);
     let (mut section, mut named) = (Section::Messages, false);
     let (mut opened, mut action_end) = (Vec::new(), None);
@@ -173,7 +188,8 @@ fn page_line(line: &str, selectable: bool) -> Option<Tab<'_>> {
 }
 
 /// Reads the snapshot that starts at byte `start`. The root line names the page; the
-/// tree runs to the end of the text. `None` when no line carries a uid: no snapshot.
+/// tree runs to the end of the text. A snapshot whose first line is no uid line is read
+/// as TOON. `None` when no line carries a uid: no snapshot.
 fn read_snapshot<'a>(
     text: &'a str,
     start: usize,
@@ -183,7 +199,9 @@ fn read_snapshot<'a>(
     let tree = text.get(start..)?;
     let mut it = lines(tree).filter(|l| !l.text.trim().is_empty());
     let first = it.next()?;
-    let root = node_line(first.text)?;
+    let Some(root) = node_line(first.text) else {
+        return read_toon(tree, full, obs);
+    };
     obs.kind = TreeKind::Full;
     obs.tree = Some(tree);
     obs.title = root.name.map(Cow::Borrowed).or(obs.title.take());
@@ -201,6 +219,205 @@ fn read_snapshot<'a>(
     Some(())
 }
 
+/// A TOON snapshot (`--experimentalDataFormat=toon`): the tree runs to the next line that
+/// starts with `#` unindented (TOON quotes such a key), or to the end.
+fn read_toon<'a>(tree: &'a str, full: bool, obs: &mut Observation<'a>) -> Option<()> {
+    let end = lines(tree)
+        .find(|l| l.text.starts_with('#'))
+        .map_or(tree.len(), |l| l.start);
+    let section = tree.get(..end)?;
+    let root = data::toon(section)?;
+    read_data_tree(root, section, full, obs)
+}
+
+/// A snapshot tree decoded from data: a node with a uid and a role at the root.
+fn read_data_tree<'a>(
+    root: Value<'a>,
+    tree: &'a str,
+    full: bool,
+    obs: &mut Observation<'a>,
+) -> Option<()> {
+    let has_role = root
+        .get("role")
+        .and_then(Value::as_str)
+        .is_some_and(|r| !r.is_empty());
+    if !has_role {
+        return None;
+    }
+    let nodes = data::printed(root)?;
+    let first = nodes.first()?;
+    obs.kind = TreeKind::Full;
+    obs.tree = Some(tree);
+    obs.title = first.name.clone().or(obs.title.take());
+    obs.url = first.attr("url").cloned().or(obs.url.take());
+    if !full {
+        obs.counted_refs = nodes.len();
+        return Some(());
+    }
+    obs.nodes.reserve(nodes.len());
+    let mut run = TextRun::default();
+    for node in nodes {
+        let indent = node.depth.saturating_mul(2);
+        add_node(indent, node, &mut run, obs);
+    }
+    run.flush(obs);
+    Some(())
+}
+
+/// Keys of `structuredContent` (chrome-devtools-mcp 1.11.0, `McpResponse.format`). A JSON
+/// text with any other key is not a result of this server.
+const STRUCTURED_KEYS: &[&str] = &[
+    "reconnected",
+    "message",
+    "navigatedToUrl",
+    "openedPages",
+    "networkConditions",
+    "navigationTimeout",
+    "geolocation",
+    "viewport",
+    "userAgent",
+    "cpuThrottlingRate",
+    "colorScheme",
+    "forcedColors",
+    "prefersContrast",
+    "prefersReducedMotion",
+    "dialog",
+    "pages",
+    "extensionPages",
+    "extensionServiceWorkers",
+    "tabId",
+    "traceSummary",
+    "traceInsights",
+    "lighthouseResult",
+    "snapshotFilePath",
+    "snapshot",
+    "heapSnapshot",
+    "pagination",
+    "heapSnapshotAggregates",
+    "heapSnapshotNodes",
+    "heapSnapshotRetainingPaths",
+    "heapSnapshotDominators",
+    "heapSnapshotClassDiffs",
+    "heapSnapshotDetailedClassDiff",
+    "heapSnapshotDuplicateStrings",
+    "heapSnapshotObjectDetails",
+    "heapSnapshotContextAnalysis",
+    "networkRequest",
+    "networkRequests",
+    "consoleMessage",
+    "consoleMessages",
+    "extensions",
+    "thirdPartyDeveloperTools",
+    "webmcpTools",
+    "comments",
+    "commentsSnapshotRegenerated",
+    "matchedStyles",
+    "errorMessage",
+];
+
+/// A result's `structuredContent` as JSON (`--experimentalStructuredContent`, forwarded by
+/// a client instead of the text): `message`, `navigatedToUrl`, `pages`, `openedPages` and
+/// `snapshot` read as the text form's message lines and sections. `None` unless the text
+/// is one JSON object of this server's keys that names a page or holds a snapshot tree.
+fn read_structured(text: &str, full: bool) -> Option<Observation<'_>> {
+    let Value::Obj(fields) = data::json(text)? else {
+        return None;
+    };
+    let mut obs = Observation::new(NAME, TreeKind::Report);
+    let (mut message, mut navigated, mut snapshot) = (None, None, None);
+    let (mut pages, mut opened) = (None, Vec::new());
+    for (key, value) in fields {
+        match &*key {
+            "message" => message = Some(text_value(value)?),
+            "navigatedToUrl" => navigated = Some(text_value(value)?),
+            "pages" => pages = Some(structured_pages(value, true)?),
+            "openedPages" => opened = structured_pages(value, false)?,
+            "snapshot" => snapshot = Some(value),
+            k if STRUCTURED_KEYS.contains(&k) => {}
+            _ => return None,
+        }
+    }
+    // The text form's message lines: the message, then `Page navigated to <url>.`.
+    let navigated_line = navigated.map(|url| format!("{}{url}.", NAVIGATED[0]));
+    let mut named = false;
+    for line in message.iter().flat_map(|m| m.lines()) {
+        if let Some(url) = navigated_url(line.trim_end()) {
+            obs.url = Some(Cow::Owned(url.to_string()));
+            named = true;
+        }
+    }
+    if let Some(url) = navigated_line.as_deref().and_then(navigated_url) {
+        obs.url = Some(Cow::Owned(url.to_string()));
+        named = true;
+    }
+    let action: Vec<&str> = message
+        .as_deref()
+        .into_iter()
+        .chain(navigated_line.as_deref())
+        .collect();
+    let action = action.join("\n");
+    obs.action = Some(action.trim())
+        .filter(|a| !a.is_empty())
+        .map(|a| Cow::Owned(a.to_string()));
+    obs.tabs = pages.unwrap_or_default();
+    obs.lists_pages = snapshot.is_none() && !named && opened.is_empty() && !obs.tabs.is_empty();
+    if obs.tabs.is_empty() {
+        obs.tabs = opened;
+    }
+    if let Some(tab) = obs.current_tab().cloned() {
+        obs.url = Some(tab.url);
+        obs.title = Some(tab.title).filter(|t| !t.is_empty());
+    }
+    match snapshot {
+        Some(root) => read_data_tree(root, text, full, &mut obs)?,
+        None if named || !obs.tabs.is_empty() => {}
+        None => return None,
+    }
+    Some(obs)
+}
+
+/// A string field's text.
+fn text_value(value: Value<'_>) -> Option<Cow<'_, str>> {
+    match value {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// `pages` / `openedPages`: `[{"id":1,"url":"...","title":"...","selected":true}]`, each
+/// with exactly these keys and maybe `isolatedContext`. `selectable` is false for
+/// `openedPages`, as for `## Opened pages`.
+fn structured_pages(value: Value<'_>, selectable: bool) -> Option<Vec<Tab<'_>>> {
+    let Value::Arr(items) = value else {
+        return None;
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let Value::Obj(fields) = item else {
+                return None;
+            };
+            let (mut index, mut url, mut title, mut selected) = (None, None, None, None);
+            for (key, value) in fields {
+                match (&*key, value) {
+                    ("id", Value::Num(n)) => index = Some(n.parse::<u32>().ok()?),
+                    ("url", Value::Str(s)) => url = Some(s),
+                    ("title", Value::Str(s)) => title = Some(s),
+                    ("selected", Value::Bool(b)) => selected = Some(b),
+                    ("isolatedContext", Value::Str(_)) => {}
+                    _ => return None,
+                }
+            }
+            Some(Tab {
+                index: index?,
+                title: title?,
+                url: url?,
+                current: selected? && selectable,
+            })
+        })
+        .collect()
+}
+
 /// Consecutive sibling text nodes: the pieces of what a reader sees as paragraphs and table
 /// rows. The server prints neither paragraphs nor tables, only their text nodes, so a
 /// sentence split by a `<strong>` and a 300-row table come out as flat lines.
@@ -212,7 +429,7 @@ struct TextRun<'a> {
 
 impl<'a> TextRun<'a> {
     /// Adds a text node at `indent`; a node at another depth starts a new run.
-    fn push(&mut self, indent: u32, text: &'a str, obs: &mut Observation<'a>) {
+    fn push(&mut self, indent: u32, text: Cow<'a, str>, obs: &mut Observation<'a>) {
         if text.trim().is_empty() {
             return;
         }
@@ -225,8 +442,8 @@ impl<'a> TextRun<'a> {
             p.ends_with(char::is_whitespace) || text.starts_with(char::is_whitespace)
         });
         match self.pieces.last_mut() {
-            Some(last) if joins => last.to_mut().push_str(text),
-            _ => self.pieces.push(Cow::Borrowed(text)),
+            Some(last) if joins => last.to_mut().push_str(&text),
+            _ => self.pieces.push(text),
         }
     }
 
@@ -303,43 +520,75 @@ fn add_line<'a>(line: Line<'a>, run: &mut TextRun<'a>, obs: &mut Observation<'a>
         obs.nodes.push(node_of(indent, &[(b't', body)]));
         return;
     };
-    let role = node.role.unwrap_or("");
-    let name = node.name.unwrap_or("");
+    let printed = Printed {
+        depth: indent / 2,
+        uid: Cow::Borrowed(node.uid),
+        role: node.role.map(Cow::Borrowed),
+        name: node.name.map(Cow::Borrowed),
+        attrs: (node.attrs.into_iter())
+            .map(|(k, v)| (Cow::Borrowed(k), v.map(Cow::Borrowed)))
+            .collect(),
+        shown: true,
+    };
+    add_node(indent, printed, run, obs);
+}
+
+/// One node at `indent`, as printed: its ref, and unless the text form hides it, its
+/// control, chunks and canonical node.
+fn add_node<'a>(indent: u32, node: Printed<'a>, run: &mut TextRun<'a>, obs: &mut Observation<'a>) {
+    let value = node.attr("value").cloned();
+    let Printed {
+        uid,
+        role,
+        name,
+        attrs,
+        shown,
+        ..
+    } = node;
+    let role = role.unwrap_or(Cow::Borrowed(""));
+    let name = name.unwrap_or(Cow::Borrowed(""));
     obs.refs.push(ElementRef {
-        id: Cow::Borrowed(node.uid),
-        role: Cow::Borrowed(if role.is_empty() { "StaticText" } else { role }),
-        name: Cow::Borrowed(name),
+        id: uid,
+        role: if role.is_empty() {
+            Cow::Borrowed("StaticText")
+        } else {
+            role.clone()
+        },
+        name: name.clone(),
     });
-    let mut states: Vec<&str> = Vec::new();
-    let mut parts: Vec<(u8, &str)> = vec![(b'r', role), (b'n', name)];
-    for (key, value) in &node.attrs {
-        if FOCUS.contains(key) {
+    if !shown {
+        return;
+    }
+    let mut states: Vec<Cow<'a, str>> = Vec::new();
+    let mut parts: Vec<(u8, &str)> = vec![(b'r', &role), (b'n', &name)];
+    for (key, v) in &attrs {
+        if FOCUS.contains(&&**key) {
             continue;
         }
-        match value {
-            Some(v) => parts.extend([(b'k', *key), (b'v', *v)]),
-            None => parts.push((b'a', *key)),
+        match v {
+            Some(v) => parts.extend([(b'k', &**key), (b'v', &**v)]),
+            None => parts.push((b'a', key)),
         }
-        if value.is_none() {
-            states.push(key);
+        if v.is_none() {
+            states.push(key.clone());
         }
     }
     obs.nodes.push(node_of(indent, &parts));
-    if is_control_role(role) {
+    if is_control_role(&role) {
         states.sort_unstable();
         obs.controls.push(Control {
-            role: Cow::Borrowed(role),
-            name: Cow::Borrowed(name),
-            value: node.attr("value").map(Cow::Borrowed),
-            states: states.into_iter().map(Cow::Borrowed).collect(),
+            role: role.clone(),
+            name: name.clone(),
+            value,
+            states,
         });
     }
     if role.is_empty() {
         return run.push(indent, name, obs);
     }
     run.flush(obs);
-    if !name.trim().is_empty() && NAMED_TEXT_ROLES.contains(&role) {
-        obs.chunks.push(Cow::Borrowed(name));
+    if !name.trim().is_empty() && NAMED_TEXT_ROLES.contains(&&*role) {
+        obs.chunks.push(name);
     }
 }
 
@@ -404,13 +653,6 @@ fn node_line(line: &str) -> Option<NodeLine<'_>> {
         name,
         attrs: attributes(rest)?,
     })
-}
-
-/// `<digits>_<digits>`: how the server numbers nodes.
-pub fn is_uid(id: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    id.split_once('_')
-        .is_some_and(|(a, b)| digits(a) && digits(b))
 }
 
 /// Splits an unescaped name from the attributes after it: the name ends at the first `"`
@@ -609,6 +851,141 @@ uid=4_0 RootWebArea \"Prices\" url=\"http://x.test/a\"
             "",
         ] {
             assert!(parse(other).is_none(), "{other}");
+        }
+    }
+
+    /// [`DONE`] as `--experimentalDataFormat=toon` writes it.
+    const DONE_TOON: &str = "Successfully clicked on the element
+Page navigated to http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue.
+## Latest page snapshot
+id: 7_0
+role: RootWebArea
+name: Order placed
+url: \"http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue\"
+children[4]:
+  - id: 7_1
+    role: heading
+    name: Order placed
+    level: 1
+  - id: 7_2
+    role: StaticText
+    name: \"Confirmation number: WX-1001 (3 x Blue, total $64.50)\"
+  - id: 7_4
+    role: form
+    children[1]{id,role,name,focusable,focused}:
+      7_5,button,Cancel this order,true,true
+  - id: 7_7
+    role: link
+    name: Place another order
+    url: \"http://127.0.0.1:8431/order/form.html\"
+    children[1]{id,role,name}:
+      7_8,StaticText,Place another order";
+
+    /// [`DONE`] as `structuredContent` (`--experimentalStructuredContent`).
+    const DONE_JSON: &str = r#"{"message":"Successfully clicked on the element","navigatedToUrl":"http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue","snapshot":{"id":"7_0","role":"RootWebArea","name":"Order placed","url":"http://127.0.0.1:8431/order/done.html?name=Ada+Lovelace&qty=3&colour=Blue","children":[{"id":"7_1","role":"heading","name":"Order placed","level":1},{"id":"7_2","role":"StaticText","name":"Confirmation number: WX-1001 (3 x Blue, total $64.50)"},{"id":"7_4","role":"form","children":[{"id":"7_5","role":"button","name":"Cancel this order","focusable":true,"focused":true}]},{"id":"7_7","role":"link","name":"Place another order","url":"http://127.0.0.1:8431/order/form.html","children":[{"id":"7_8","role":"StaticText","name":"Place another order"}]}]}}"#;
+
+    #[test]
+    fn data_forms_read_as_the_text() {
+        let text = parse(DONE).unwrap();
+        for data in [DONE_TOON, DONE_JSON] {
+            let obs = parse(data).unwrap_or_else(|| panic!("{data}"));
+            assert_eq!(
+                (obs.format, obs.kind, &obs.url, &obs.title, &obs.action),
+                (text.format, text.kind, &text.url, &text.title, &text.action)
+            );
+            assert_eq!(
+                (&obs.nodes, &obs.chunks, &obs.controls),
+                (&text.nodes, &text.chunks, &text.controls)
+            );
+            // The text child that repeats its link's name is left out of the text form;
+            // the data forms show its uid.
+            let mut refs = text.ref_triples();
+            refs.push(("7_8", "StaticText", "Place another order"));
+            assert_eq!(obs.ref_triples(), refs);
+            let header = ChromeDevTools.parse_header(data).unwrap();
+            assert_eq!((header.kind, header.ref_count()), (TreeKind::Full, 7));
+        }
+        // Zero-copy where nothing is escaped.
+        let obs = parse(DONE_JSON).unwrap();
+        assert!(obs.refs.iter().all(|r| matches!(r.id, Cow::Borrowed(_))));
+        assert!(matches!(obs.title, Some(Cow::Borrowed(_))));
+    }
+
+    #[test]
+    fn escaped_names_read_unescaped() {
+        let json = r#"{"snapshot":{"id":"3_0","role":"RootWebArea","name":"Results","children":[{"id":"3_1","role":"heading","name":"3 results for \"home battery\"","level":1}]}}"#;
+        let text = "## Latest page snapshot\nuid=3_0 RootWebArea \"Results\"\n  uid=3_1 heading \"3 results for \"home battery\"\" level=\"1\"\n";
+        let toon = "## Latest page snapshot\nid: 3_0\nrole: RootWebArea\nname: Results\nchildren[1]{id,role,name,level}:\n  3_1,heading,\"3 results for \\\"home battery\\\"\",1";
+        let want = parse(text).unwrap();
+        for data in [json, toon] {
+            let obs = parse(data).unwrap();
+            assert_eq!(obs.ref_triples(), want.ref_triples(), "{data}");
+            assert_eq!(obs.nodes, want.nodes, "{data}");
+        }
+    }
+
+    mod robust {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Truncates `s` to the char boundary at or before `at`.
+        fn cut(s: &str, at: usize) -> &str {
+            let mut at = at.min(s.len());
+            while !s.is_char_boundary(at) {
+                at -= 1;
+            }
+            &s[..at]
+        }
+
+        fn header_agrees(text: &str) -> Result<(), TestCaseError> {
+            let (full, header) = (
+                ChromeDevTools.parse(text),
+                ChromeDevTools.parse_header(text),
+            );
+            prop_assert_eq!(full.is_some(), header.is_some(), "{:?}", text);
+            if let (Some(f), Some(h)) = (full, header) {
+                prop_assert_eq!(
+                    (f.kind, f.refs.len(), &f.url, &f.title, &f.action, &f.tabs),
+                    (h.kind, h.ref_count(), &h.url, &h.title, &h.action, &h.tabs)
+                );
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn mutated_data_forms_never_panic(
+                sample in 0..2usize,
+                at in any::<usize>(),
+                len in 0usize..40,
+                insert in prop::sample::select(vec![
+                    "", "\"", "\\", "\\u", "\\ud83d", "{", "}", "[", "]", ",", ":", ": ",
+                    "\n", "\n  ", "  - ", "- ", "[2]", "[1]{id}:", "1_1", "é", "|", "\t",
+                ]),
+                keep_tail in any::<bool>(),
+            ) {
+                let text = [DONE_TOON, DONE_JSON][sample];
+                let head = cut(text, at % (text.len() + 1));
+                header_agrees(head)?;
+                let tail_start = cut(text, head.len() + len).len();
+                let tail = if keep_tail { &text[tail_start..] } else { "" };
+                let mutated = format!("{head}{insert}{tail}");
+                header_agrees(&mutated)?;
+                header_agrees(&mutated.replace('\n', "\r\n"))?;
+                if let Some(obs) = ChromeDevTools.parse(&mutated) {
+                    for r in &obs.refs {
+                        prop_assert!(is_uid(&r.id));
+                    }
+                }
+            }
+
+            #[test]
+            fn arbitrary_json_and_toon_never_panic(text in "[{}\\[\\]\":,a-z0-9_ \\n\\\\-]{0,200}") {
+                header_agrees(&text)?;
+                header_agrees(&format!("## Latest page snapshot\n{text}"))?;
+            }
         }
     }
 }

@@ -16,9 +16,11 @@ pub mod aria;
 pub mod cdmcp;
 mod model;
 mod pw_common;
+pub(crate) mod pw_find;
 pub(crate) mod pw_legacy;
 pub(crate) mod pw_page;
 pub(crate) mod pw_page_state;
+pub(crate) mod snapshot_file;
 #[cfg(test)]
 mod tests;
 
@@ -28,10 +30,12 @@ pub(crate) use model::{Observation, ObservationFormat};
 
 /// Every supported format, most specific first.
 pub static FORMATS: &[&dyn ObservationFormat] = &[
+    &pw_find::PlaywrightFind,
     &pw_page::PlaywrightPage,
     &pw_page_state::PlaywrightPageState,
     &pw_legacy::PlaywrightLegacy,
     &ankita::Ankita,
+    &snapshot_file::SnapshotFile,
     &agent_browser::AgentBrowser,
     &cdmcp::ChromeDevTools,
 ];

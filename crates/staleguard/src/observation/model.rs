@@ -13,6 +13,9 @@ pub enum TreeKind {
     Diff,
     /// The page is named (URL, title) but no tree is inline, e.g. a file-linked snapshot.
     Report,
+    /// Part of the page's tree with live refs: `browser_find` windows, a targeted or
+    /// depth-limited snapshot, part of a snapshot file. It refines the full tree before it.
+    Partial,
 }
 
 /// A browser tab as listed by the observation.
@@ -128,6 +131,9 @@ pub struct Observation<'a> {
     /// `Observation: <uuid>`). It names the observation, not the page, so fingerprints
     /// leave it out.
     pub observation_id: Option<Cow<'a, str>>,
+    /// The file the result links its tree to instead of carrying it
+    /// (`.playwright-mcp/page-<stamp>.yml`): the page has a tree the model has not read.
+    pub linked: Option<Cow<'a, str>>,
     /// The result only lists the browser's pages (Chrome DevTools MCP's `list_pages`): it
     /// says nothing changed, unless the page it lists as selected is not the one last seen.
     pub lists_pages: bool,
@@ -153,6 +159,7 @@ impl<'a> Observation<'a> {
             images: 0,
             document: None,
             observation_id: None,
+            linked: None,
             lists_pages: false,
         }
     }
@@ -204,5 +211,10 @@ pub trait ObservationFormat: Sync {
     /// leaves refs as they are instead of naming their document.
     fn refs_unique(&self) -> bool {
         false
+    }
+    /// True when the detector is exact enough to find pages in the results of any tool (a
+    /// file read, a shell command), not only of browser tools (SPEC 1).
+    fn by_content(&self) -> bool {
+        true
     }
 }

@@ -46,6 +46,9 @@ pub(super) struct Scan<'a> {
     pub tree: Option<&'a str>,
     /// At header depth, the tree's ref count and whether it is a diff.
     pub counted: Option<(usize, bool)>,
+    /// The file a `### Snapshot` section links instead of an inline tree
+    /// (`- [Snapshot](.playwright-mcp/page-<stamp>.yml)`).
+    pub linked: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +136,8 @@ impl<'a> Scanner<'a> {
                 Section::Code => self.code_line(start, line),
                 Section::Tabs => self.scan.tabs.extend(parse_tab(line)),
                 Section::Top | Section::Page => self.page_line(line),
-                Section::Snapshot | Section::Other => {}
+                Section::Snapshot => self.snapshot_line(line),
+                Section::Other => {}
             }
         }
     }
@@ -204,6 +208,14 @@ impl<'a> Scanner<'a> {
             return;
         }
         self.scan.page_lines = true;
+    }
+
+    fn snapshot_line(&mut self, line: &'a str) {
+        let link = line
+            .trim()
+            .strip_prefix("- [Snapshot](")
+            .and_then(|l| l.strip_suffix(')'));
+        self.scan.linked = self.scan.linked.or(link.filter(|l| !l.is_empty()));
     }
 
     fn finish(mut self) -> Scan<'a> {
@@ -371,8 +383,23 @@ pub(super) fn build<'a>(
     obs.url = scan.url.map(Cow::Borrowed);
     obs.title = scan.title.map(Cow::Borrowed);
     obs.action = scan.code.and_then(non_empty).map(lf_lines);
+    obs.linked = scan.linked.map(Cow::Borrowed);
     obs.tabs = scan.tabs;
+    follow_current_tab(&mut obs);
     Some(obs)
+}
+
+/// Where `### Open tabs` marks a tab `(current)` and the page lines name another page, the
+/// current tab is the page the result shows (a `### Page` section can stay on tab 0 after
+/// another tab became current).
+fn follow_current_tab(obs: &mut Observation<'_>) {
+    let Some(tab) = obs.tabs.iter().find(|t| t.current) else {
+        return;
+    };
+    if obs.url.as_deref().is_some_and(|u| u != tab.url) && !tab.url.is_empty() {
+        obs.url = Some(tab.url.clone());
+        obs.title = Some(tab.title.clone()).filter(|t| !t.is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,14 @@ use super::*;
 /// One real result per format, used for dispatch and as seeds for mutation.
 const SAMPLES: &[(&str, &str)] = &[
     (
+        pw_find::NAME,
+        "### Result\nFound 1 match for \"Back\":\n\n- generic [active] [ref=e1]:\n  ...\n  - paragraph [ref=e1211]:\n    - link \"Back to top\" [ref=e1212] [cursor=pointer]:",
+    ),
+    (
+        snapshot_file::NAME,
+        "     1\u{2192}- generic [active] [ref=f2e1]:\n     2\u{2192}  - heading \"Order a widget\" [level=1] [ref=f2e2]\n     3\u{2192}  - button \"Review order\" [ref=f2e15]\n",
+    ),
+    (
         pw_page::NAME,
         "### Ran Playwright code\n```js\nawait page.getByRole('link', { name: 'Open the H2 datasheet' }).click();\n```\n### Open tabs\n- 0: (current) [Links and new tabs](http://127.0.0.1:8431/tabs/links.html)\n- 1: [Northwind H2 datasheet](http://127.0.0.1:8431/tabs/datasheet.html)\n### Page\n- Page URL: http://127.0.0.1:8431/tabs/links.html\n- Page Title: Links and new tabs\n### Snapshot\n```yaml\n- generic [ref=f1e1]:\n  - heading \"3 results for \\\"home battery\\\"\" [level=1] [ref=f1e2]\n  - 'link \"Review: Northwind H2 home battery\" [ref=f1e8] [cursor=pointer]':\n    - /url: articles/northwind-h2-review.html\n  - paragraph [ref=f1e9]: \"-20 to 50 °C\"\n  - textbox \"Name\" [ref=f1e7]: Ada Lovelace\n```",
     ),
@@ -44,10 +52,12 @@ fn dispatch_picks_the_right_format() {
     assert_eq!(
         names,
         [
+            pw_find::NAME,
             pw_page::NAME,
             pw_page_state::NAME,
             pw_legacy::NAME,
             ankita::NAME,
+            snapshot_file::NAME,
             agent_browser::NAME,
             cdmcp::NAME
         ]

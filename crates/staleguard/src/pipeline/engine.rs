@@ -39,7 +39,7 @@ pub struct Engine {
 impl Engine {
     /// Compiles `config`.
     pub fn new(config: Config) -> Engine {
-        let tools = BrowserTools::new(&config.browser_tools);
+        let tools = config.tools();
         let contexts = RESUMING.map(|format| checkpoint::context_of(format, &config));
         Engine {
             config,

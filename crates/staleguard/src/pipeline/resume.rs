@@ -344,8 +344,11 @@ fn live_after(session: &Session<'_>, base: &Checkpoint) -> bool {
         Some(start) => {
             let kind = steps[start].tree_kind();
             let full = kind == Some(crate::observation::TreeKind::Full);
-            let diff = kind == Some(crate::observation::TreeKind::Diff);
-            steps[start].item >= base.chosen_until && (full || !diff)
+            let refines = matches!(
+                kind,
+                Some(crate::observation::TreeKind::Diff | crate::observation::TreeKind::Partial)
+            );
+            steps[start].item >= base.chosen_until && (full || !refines)
         }
         None => !base.observations,
     }

@@ -1,0 +1,519 @@
+//! Observations as agents get them today (SPEC 1, SPEC 5): snapshot files read back
+//! through the agent's own file and shell tools, partial views (`browser_find`, targeted
+//! and depth-limited snapshots), selectors as targets, page reports without a tree, and a
+//! guard that reads the call's description.
+//!
+//! The read-back sessions are built from the real Playwright MCP 0.0.83 recordings: after
+//! every result that links its snapshot file, the agent reads that file (the recording
+//! keeps it) with Claude Code's `Read` (both numberings), `Bash` `cat`, Gemini CLI's
+//! `read_file` or opencode's `read`, in both OpenAI and Anthropic bodies.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use staleguard::{Engine, Options, RequestFormat, Status, Verdict, RECEIPT_TAG};
+use support::*;
+
+/// How an agent reads a file back, and what its tool prints.
+#[derive(Debug, Clone, Copy)]
+enum Reader {
+    ClaudeArrow,
+    ClaudeTab,
+    BashCat,
+    GeminiReadFile,
+    OpencodeRead,
+}
+
+const READERS: [Reader; 5] = [
+    Reader::ClaudeArrow,
+    Reader::ClaudeTab,
+    Reader::BashCat,
+    Reader::GeminiReadFile,
+    Reader::OpencodeRead,
+];
+
+impl Reader {
+    fn tool(self) -> &'static str {
+        match self {
+            Reader::ClaudeArrow | Reader::ClaudeTab => "Read",
+            Reader::BashCat => "Bash",
+            Reader::GeminiReadFile => "read_file",
+            Reader::OpencodeRead => "read",
+        }
+    }
+
+    fn arguments(self, path: &str) -> Value {
+        match self {
+            Reader::ClaudeArrow | Reader::ClaudeTab => json!({"file_path": path}),
+            Reader::BashCat => {
+                json!({"command": format!("cat {path}"), "description": "Read the snapshot"})
+            }
+            Reader::GeminiReadFile => json!({"absolute_path": path}),
+            Reader::OpencodeRead => json!({"filePath": path}),
+        }
+    }
+
+    fn output(self, file: &str) -> String {
+        let numbered = |f: &dyn Fn(usize, &str) -> String| -> Vec<String> {
+            file.lines().enumerate().map(|(i, l)| f(i + 1, l)).collect()
+        };
+        match self {
+            Reader::ClaudeArrow => numbered(&|n, l| format!("{n:>6}\u{2192}{l}")).join("\n"),
+            Reader::ClaudeTab => numbered(&|n, l| format!("{n:>6}\t{l}")).join("\n"),
+            Reader::BashCat | Reader::GeminiReadFile => file.to_string(),
+            Reader::OpencodeRead => {
+                let lines = numbered(&|n, l| format!("{n:05}| {l}")).join("\n");
+                let total = file.lines().count();
+                format!("<file>\n{lines}\n\n(End of file - total {total} lines)\n</file>")
+            }
+        }
+    }
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = shared_fixtures().join("pwmcp-0.0.83");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+        .collect();
+    found.sort();
+    assert!(found.len() >= 6, "{found:?}");
+    found
+}
+
+/// The snapshot file a result links, if any.
+fn linked(text: &str) -> Option<&str> {
+    let at = text.find("- [Snapshot](")? + "- [Snapshot](".len();
+    let rest = &text[at..];
+    Some(&rest[..rest.find(')')?])
+}
+
+fn artifact(scenario: &Path, link: &str) -> String {
+    let name = scenario
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let stem = name.trim_end_matches(".openai.json");
+    read(
+        &scenario
+            .with_file_name(format!("{stem}.artifacts"))
+            .join(link),
+    )
+}
+
+/// One read inserted into a session: its call ID and the file's text.
+struct Inserted {
+    id: String,
+    file: String,
+}
+
+/// `body` (OpenAI Chat) with a read of every linked snapshot file after the results that
+/// link it, cut after the last read when `cut`; and the reads, in order.
+fn with_reads_chat(scenario: &Path, reader: Reader, cut: bool) -> (String, Vec<Inserted>) {
+    let body: Value = serde_json::from_str(&read(scenario)).expect("JSON");
+    let mut out = Vec::new();
+    let mut reads = Vec::new();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut pending: Vec<String> = Vec::new();
+    let mut last_read = 0;
+    for (i, message) in messages.iter().enumerate() {
+        out.push(message.clone());
+        if message["role"] == "tool" {
+            pending.extend(linked(message["content"].as_str().unwrap_or("")).map(str::to_string));
+        }
+        let next_is_tool = messages.get(i + 1).is_some_and(|m| m["role"] == "tool");
+        if next_is_tool {
+            continue;
+        }
+        for link in pending.drain(..) {
+            let id = format!("read_{}", reads.len() + 1);
+            let path = format!("/work/agent/{link}");
+            let file = artifact(scenario, &link);
+            out.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": reader.tool(), "arguments": reader.arguments(&path).to_string()}}]}));
+            out.push(json!({"role": "tool", "tool_call_id": id, "content": reader.output(&file)}));
+            reads.push(Inserted { id, file });
+            last_read = out.len();
+        }
+    }
+    if cut {
+        out.truncate(last_read);
+    }
+    let mut body = body;
+    body["messages"] = Value::Array(out);
+    (body.to_string(), reads)
+}
+
+/// The same session as an Anthropic body: `tool_use` and `tool_result` blocks.
+fn with_reads_anthropic(scenario: &Path, reader: Reader, cut: bool) -> (String, Vec<Inserted>) {
+    let path = scenario.with_file_name(
+        scenario
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .replace(".openai.", ".anthropic."),
+    );
+    let body: Value = serde_json::from_str(&read(&path)).expect("JSON");
+    let mut out = Vec::new();
+    let mut reads = Vec::new();
+    let mut last_read = 0;
+    for message in body["messages"].as_array().cloned().unwrap_or_default() {
+        let links: Vec<String> = message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| {
+                linked(&support::content_text(&json!({"content": b["content"]})))
+                    .map(str::to_string)
+            })
+            .collect();
+        out.push(message);
+        for link in links {
+            let id = format!("read_{}", reads.len() + 1);
+            let file = artifact(scenario, &link);
+            let input = reader.arguments(&format!("/work/agent/{link}"));
+            out.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": reader.tool(), "input": input}]}));
+            out.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": reader.output(&file)}]}));
+            reads.push(Inserted { id, file });
+            last_read = out.len();
+        }
+    }
+    if cut {
+        out.truncate(last_read);
+    }
+    let mut body = body;
+    body["messages"] = Value::Array(out);
+    (body.to_string(), reads)
+}
+
+/// Every `[ref=X]` of a tree.
+fn refs_of(tree: &str) -> Vec<String> {
+    tree.match_indices("[ref=")
+        .filter_map(|(at, _)| {
+            let rest = &tree[at + 5..];
+            Some(rest[..rest.find(']')?].to_string())
+        })
+        .collect()
+}
+
+fn result_texts(body: &str) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(body).expect("JSON");
+    let mut out = Vec::new();
+    for m in v["messages"].as_array().into_iter().flatten() {
+        if m["role"] == "tool" {
+            out.push((
+                m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                content_text(m),
+            ));
+        }
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                let text = content_text(&json!({"content": b["content"]}));
+                out.push((b["tool_use_id"].as_str().unwrap_or("").to_string(), text));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
+    let (mut sessions, mut reads_seen, mut collapsed_reads) = (0, 0, 0);
+    for scenario in scenarios() {
+        for reader in READERS {
+            for (format, build) in [
+                (
+                    RequestFormat::OpenAiChat,
+                    with_reads_chat as fn(&Path, Reader, bool) -> (String, Vec<Inserted>),
+                ),
+                (RequestFormat::Anthropic, with_reads_anthropic),
+            ] {
+                let what = format!("{} {reader:?} {format:?}", scenario.display());
+                let (body, reads) = build(&scenario, reader, true);
+                assert!(reads.len() >= 2, "{what}: {} reads", reads.len());
+                let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+                sessions += 1;
+                let report = p.report();
+                let of_reads: Vec<_> = report
+                    .results
+                    .iter()
+                    .filter(|r| &*r.tool == reader.tool())
+                    .collect();
+                assert_eq!(of_reads.len(), reads.len(), "{what}: every read is a page");
+                let (last, older) = of_reads.split_last().expect("reads");
+                assert_eq!(last.status, Status::Live, "{what}: the newest read is live");
+                let sent = result_texts(&body);
+                let got = result_texts(&p.body);
+                for (read, result) in reads.iter().zip(&of_reads) {
+                    let after = &got.iter().find(|(id, _)| *id == read.id).expect("result").1;
+                    let before = &sent
+                        .iter()
+                        .find(|(id, _)| *id == read.id)
+                        .expect("result")
+                        .1;
+                    reads_seen += 1;
+                    if std::ptr::eq(*result, *last) {
+                        // Guidance may follow it; its own bytes are sent as they were.
+                        assert!(
+                            after.starts_with(before.as_str()),
+                            "{what}: the newest read is sent as it was"
+                        );
+                        continue;
+                    }
+                    assert_eq!(result.status, Status::Collapsed, "{what}: {}", read.id);
+                    assert!(after.starts_with(RECEIPT_TAG), "{what}: {after}");
+                    assert!(!after.contains("[ref="), "{what}: a ref survives: {after}");
+                    assert!(
+                        after.contains("url=\"http://127.0.0.1:8431/"),
+                        "{what}: the receipt names the page: {after}"
+                    );
+                    collapsed_reads += 1;
+                }
+                assert!(
+                    older.iter().all(|r| r.status == Status::Collapsed),
+                    "{what}"
+                );
+                check_guard(&body, format, reads.as_slice(), &what);
+            }
+        }
+    }
+    eprintln!("{sessions} sessions, {reads_seen} reads recognised, {collapsed_reads} collapsed");
+    assert!(collapsed_reads > 0);
+}
+
+/// A ref seen only in an older read is refused; one in the newest read is allowed.
+fn check_guard(body: &str, format: RequestFormat, reads: &[Inserted], what: &str) {
+    let engine = Engine::new(on());
+    let (newest, older) = reads.split_last().expect("reads");
+    let live = refs_of(&newest.file);
+    let stale = older
+        .iter()
+        .rev()
+        .flat_map(|r| refs_of(&r.file))
+        .find(|r| !live.contains(r));
+    let click = |id: &str| json!({"element": "the element", "target": id}).to_string();
+    let allowed = engine
+        .check_call(body, format, "browser_click", &click(&live[live.len() / 2]))
+        .expect("verdict");
+    assert!(allowed.is_allowed(), "{what}: {allowed:?}");
+    if let Some(stale) = stale {
+        let refused = engine
+            .check_call(body, format, "browser_click", &click(&stale))
+            .expect("verdict");
+        assert!(
+            matches!(refused, Verdict::Refuse { .. }),
+            "{what}: {stale} {refused:?}"
+        );
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The new recordings: browser_find, targeted snapshots, selectors, page reports, the otp page
+
+fn agents_recording(name: &str) -> PathBuf {
+    repo_fixtures().join("pwmcp-0.0.83-agents").join(name)
+}
+
+/// Each browser call of an OpenAI body with its arguments and whether its result failed.
+fn calls(body: &str) -> Vec<(usize, String, String, bool)> {
+    let v: Value = serde_json::from_str(body).expect("JSON");
+    let messages = v["messages"].as_array().cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            let id = c["id"].as_str().unwrap_or("");
+            let result = messages
+                .iter()
+                .find(|r| r["tool_call_id"] == id)
+                .map(content_text)
+                .unwrap_or_default();
+            let failed = result.starts_with("### Error") || result.starts_with("Error");
+            let f = &c["function"];
+            out.push((
+                i,
+                f["name"].as_str().unwrap_or("").to_string(),
+                f["arguments"].as_str().unwrap_or("").to_string(),
+                failed,
+            ));
+        }
+    }
+    out
+}
+
+/// `(tool, arguments, worked, verdict)` of every browser call of a recording, in order.
+fn judged(body: &str) -> Vec<(String, String, bool, Verdict)> {
+    let p = staleguard::project(
+        body,
+        RequestFormat::OpenAiChat,
+        &on(),
+        Options {
+            verdicts: true,
+            ..Options::default()
+        },
+    )
+    .expect("projects");
+    let calls = calls(body);
+    assert_eq!(
+        calls.len(),
+        p.verdicts.len(),
+        "one verdict per browser call"
+    );
+    calls
+        .into_iter()
+        .zip(p.verdicts)
+        .map(|((m, tool, args, failed), v)| {
+            assert_eq!((m, &tool), (v.message, &v.tool));
+            (tool, args, !failed, v.verdict)
+        })
+        .collect()
+}
+
+#[test]
+fn calls_that_worked_on_partial_views_and_page_reports_are_allowed() {
+    for name in ["find_target.openai.json", "page_reports.openai.json"] {
+        let body = read(&agents_recording(name));
+        for (tool, args, worked, verdict) in judged(&body) {
+            if worked {
+                assert!(
+                    verdict.is_allowed(),
+                    "{name}: {tool} {args} worked and was refused: {verdict:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_description_that_names_another_element_is_refused() {
+    let body = read(&agents_recording("otp_mismatch.openai.json"));
+    let judged = judged(&body);
+    let refused: Vec<_> = judged.iter().filter(|(.., v)| !v.is_allowed()).collect();
+    assert_eq!(refused.len(), 1, "{refused:#?}");
+    let (tool, args, _, verdict) = refused[0];
+    assert_eq!(tool, "browser_click");
+    assert!(args.contains("Verify & Sign In"), "{args}");
+    let Verdict::Refuse { message, .. } = verdict else {
+        unreachable!()
+    };
+    assert!(
+        message.contains("\"Resend in 39s\", not \"Verify & Sign In button\""),
+        "{message}"
+    );
+}
+
+/// Every call of every recording that worked and carried its own description: how many the
+/// description rule examined, and that it refused only the recorded mismatch.
+#[test]
+fn the_description_rule_refuses_nothing_that_worked() {
+    let mut bodies = Vec::new();
+    for root in [shared_fixtures(), repo_fixtures()] {
+        collect_openai(&root, &mut bodies);
+    }
+    let (mut examined, mut refused) = (0, 0);
+    for path in &bodies {
+        let body = read(path);
+        let Ok(p) = staleguard::project(
+            &body,
+            RequestFormat::Auto,
+            &on(),
+            Options {
+                verdicts: true,
+                ..Options::default()
+            },
+        ) else {
+            continue;
+        };
+        for (call, v) in calls(&body).iter().zip(&p.verdicts) {
+            let described = call.2.contains("\"element\"") || call.2.contains("\"fields\"");
+            examined += usize::from(described);
+            if let Verdict::Refuse { message, .. } = &v.verdict {
+                if message.contains(", not \"") {
+                    refused += 1;
+                    let name = path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or_default();
+                    assert_eq!(name, "otp_mismatch.openai.json", "{message}");
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{examined} described calls examined in {} recordings, {refused} refused",
+        bodies.len()
+    );
+    assert_eq!(refused, 1);
+    assert!(examined > 50, "{examined}");
+}
+
+fn collect_openai(dir: &Path, found: &mut Vec<PathBuf>) {
+    for path in std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+    {
+        let name = path.to_string_lossy().to_string();
+        if path.is_dir() && !name.ends_with(".artifacts") {
+            collect_openai(&path, found);
+        } else if name.ends_with(".openai.json") {
+            found.push(path);
+        }
+    }
+    found.sort();
+}
+
+#[test]
+fn a_targeted_snapshot_refines_the_page_and_a_newer_full_tree_supersedes_it() {
+    let body = read(&agents_recording("find_target.openai.json"));
+    let p = project_on(&body, RequestFormat::OpenAiChat).expect("projects");
+    let statuses: Vec<_> = p
+        .report()
+        .results
+        .iter()
+        .map(|r| (&*r.tool, r.status))
+        .collect();
+    // The find result and both partial snapshots collapse once a full tree follows.
+    assert!(
+        statuses.contains(&("browser_find", Status::Collapsed)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|(_, s)| *s == Status::Live).count(),
+        1,
+        "{statuses:?}"
+    );
+    // Cut after the depth-limited snapshot: the find result is gone (the click after it
+    // linked a new tree), and the targeted and depth-limited snapshots are live together.
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    let messages = v["messages"].as_array().cloned().unwrap_or_default();
+    let depth = messages
+        .iter()
+        .position(|m| {
+            m["tool_calls"][0]["function"]["arguments"]
+                .as_str()
+                .is_some_and(|a| a.contains("\"depth\""))
+        })
+        .expect("a depth-limited snapshot");
+    let mut cut = v.clone();
+    cut["messages"] = Value::Array(messages[..depth + 2].to_vec());
+    let p = project_on(&cut.to_string(), RequestFormat::OpenAiChat).expect("projects");
+    let statuses: Vec<_> = p
+        .report()
+        .results
+        .iter()
+        .map(|r| (&*r.tool, r.status))
+        .collect();
+    let live: Vec<_> = statuses
+        .iter()
+        .filter(|(_, s)| *s == Status::Live)
+        .collect();
+    assert_eq!(live.len(), 2, "{statuses:?}");
+    assert!(
+        statuses.contains(&("browser_find", Status::Collapsed)),
+        "{statuses:?}"
+    );
+}
