@@ -456,6 +456,9 @@ impl Tracker {
                     on_call(&self, call.item, call.tool, call.arguments);
                     self.call(call.item, call.tool, call.arguments);
                 }
+                Event::Result(step) if step.outdated && !step.failed => {
+                    self.seen_again(step.item, step.text, &step.reading);
+                }
                 Event::Result(step) => self.result_of_part(
                     step.item,
                     step.text,
@@ -550,6 +553,26 @@ impl Tracker {
             return self.failure(at);
         }
         self.apply(at, text, reading, partial);
+        self.count_step(at);
+    }
+
+    /// Takes in an old page read again (a snapshot file older than one linked since): its
+    /// refs are stale, the page stays as it was, and the step counts.
+    pub fn seen_again<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>)
+    where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
+        if !self.counting && reading.header.as_ref().is_some_and(|h| h.is_observation()) {
+            // The newest entry stays the page as it is: the guard reads it as the live one.
+            let before_newest = self.history.len().saturating_sub(1);
+            let seen = Seen {
+                item: at,
+                id: reading.id.clone(),
+                url: String::new(),
+                refs: PageRefs::of_tree(text.into(), reading.clone()),
+            };
+            self.history.insert(before_newest, seen);
+        }
         self.count_step(at);
     }
 

@@ -106,7 +106,8 @@ pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
     let live_from = live_start(&session.steps);
     let mut plan = Plan::default();
     for (i, step) in session.steps.iter().enumerate() {
-        let collapse = step.tree_kind().is_some() && live_from.is_some_and(|start| i < start);
+        let older = step.outdated || live_from.is_some_and(|start| i < start);
+        let collapse = step.tree_kind().is_some() && older;
         let report = report(
             session.memo,
             step,
@@ -122,15 +123,15 @@ pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
 /// Index (in `steps`) where the live page state starts: the newest observation, or, when
 /// that is an incremental diff, the last full tree it updates.
 pub(crate) fn live_start(steps: &[Step<'_>]) -> Option<usize> {
-    let newest = steps.iter().rposition(|s| s.tree_kind().is_some())?;
-    match steps[newest].tree_kind() {
+    let newest = steps.iter().rposition(|s| live_kind(s).is_some())?;
+    match live_kind(&steps[newest]) {
         Some(TreeKind::Diff) => {}
         Some(TreeKind::Partial) => return Some(partial_start(steps, newest)),
         _ => return Some(newest),
     }
     let mut start = newest;
     for i in (0..newest).rev() {
-        match steps[i].tree_kind() {
+        match live_kind(&steps[i]) {
             Some(TreeKind::Full) => return Some(i),
             Some(_) => start = i,
             None => {}
@@ -146,7 +147,7 @@ fn partial_start(steps: &[Step<'_>], newest: usize) -> usize {
     let mut start = newest;
     for i in (0..newest).rev() {
         let step = &steps[i];
-        match step.tree_kind() {
+        match live_kind(step) {
             Some(TreeKind::Full) => return i,
             Some(_) => start = i,
             None if !step.failed && supersedes(step, &steps[start]) => return start,
@@ -154,6 +155,11 @@ fn partial_start(steps: &[Step<'_>], newest: usize) -> usize {
         }
     }
     start
+}
+
+/// The kind of tree a step can make live: none for an old file read again.
+fn live_kind(step: &Step<'_>) -> Option<TreeKind> {
+    step.tree_kind().filter(|_| !step.outdated)
 }
 
 /// A page report that supersedes the tree before it: it links a tree of its own, or names

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use crate::call_args::{file_name, CallArgs};
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
-use crate::reading::{Depth, Reader, Reading, TreeParts};
+use crate::reading::{Depth, Header, Reader, Reading, TreeParts};
 use crate::tools::BrowserTools;
 use crate::transcript::{Item, Transcript};
 
@@ -54,6 +54,9 @@ pub struct Step<'t> {
     /// The page a read-back file shows, as the browser result that linked the file named
     /// it: `(url, title)`.
     pub linked_page: Option<Arc<LinkedPage>>,
+    /// A read-back file older than one a browser result had linked before it (its name's
+    /// stamp orders it): an old page read again, never the live one.
+    pub outdated: bool,
     /// What one analysis derives from the text (evidence's page words), kept in the memo by
     /// [`key`](Self::key) and here for the rest of the request: see [`derived`](Self::derived).
     derived: OnceLock<Arc<dyn Any + Send + Sync>>,
@@ -103,6 +106,54 @@ pub struct LinkedPage {
     pub url: Option<String>,
     /// The page's title, as the linking result named it.
     pub title: Option<String>,
+}
+
+/// The snapshot files browser results linked so far, by file name: the page a read of one
+/// shows, and the newest stamp (`page-<stamp>.yml`) linked or read.
+#[derive(Default)]
+struct Links {
+    pages: HashMap<String, Arc<LinkedPage>>,
+    newest: String,
+}
+
+impl Links {
+    /// Takes in a browser result's header: the file it links, if any, shows its page.
+    fn take(&mut self, header: &Header) {
+        let Some(file) = header.linked.as_deref().map(file_name) else {
+            return;
+        };
+        let page = LinkedPage {
+            url: header.url.clone(),
+            title: header.title.clone(),
+        };
+        self.stamped(file);
+        self.pages.insert(file.to_string(), Arc::new(page));
+    }
+
+    /// A read of `file`: the page that linked it, and whether a newer file was linked or
+    /// read before.
+    fn read(&mut self, file: &str) -> (Option<Arc<LinkedPage>>, bool) {
+        let outdated = stamp(file).is_some_and(|s| s < self.newest.as_str());
+        if !outdated {
+            self.stamped(file);
+        }
+        (self.pages.get(file).cloned(), outdated)
+    }
+
+    fn stamped(&mut self, file: &str) {
+        if let Some(s) = stamp(file).filter(|s| *s > self.newest.as_str()) {
+            self.newest = s.to_string();
+        }
+    }
+}
+
+/// The stamp of a snapshot file's name (`page-2026-11-30T08-09-13-405Z.yml`): ISO time, so
+/// stamps order as strings do.
+fn stamp(file: &str) -> Option<&str> {
+    let stamp = file.strip_prefix("page-")?.strip_suffix(".yml")?;
+    stamp
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(stamp)
 }
 
 /// A browser call, in transcript order.
@@ -166,9 +217,7 @@ impl<'t> Session<'t> {
             calls: Vec::new(),
             unpaired: 0,
         };
-        // Files that browser results linked their trees to, by file name: the page a read
-        // of one shows.
-        let mut linked: HashMap<String, Arc<LinkedPage>> = HashMap::new();
+        let mut links = Links::default();
         for (item, entry) in transcript.items.iter().enumerate() {
             match entry {
                 Item::Call(call) if is_browser(&call.name) => session.calls.push(Call {
@@ -208,18 +257,12 @@ impl<'t> Session<'t> {
                     } else {
                         CallArgs::default()
                     };
-                    let linked_page = match &args.file {
-                        Some(file) if by_content => linked.get(file_name(file)).cloned(),
-                        _ => None,
+                    let (linked_page, outdated) = match &args.file {
+                        Some(file) if by_content => links.read(file_name(file)),
+                        _ => (None, false),
                     };
                     if let Some(h) = reading.header.as_ref().filter(|_| browser) {
-                        if let Some(file) = h.linked.as_deref() {
-                            let page = Arc::new(LinkedPage {
-                                url: h.url.clone(),
-                                title: h.title.clone(),
-                            });
-                            linked.insert(file_name(file).to_string(), page);
-                        }
+                        links.take(h);
                     }
                     session.steps.push(Step {
                         item,
@@ -236,6 +279,7 @@ impl<'t> Session<'t> {
                         by_content,
                         partial: args.partial,
                         linked_page,
+                        outdated,
                         derived: OnceLock::new(),
                     });
                 }

@@ -517,3 +517,103 @@ fn a_targeted_snapshot_refines_the_page_and_a_newer_full_tree_supersedes_it() {
         "{statuses:?}"
     );
 }
+
+/// An older snapshot file read again after a newer one is an old page: it collapses, the
+/// newest page stays live, and its refs are stale (SPEC 1: the file's stamp orders it).
+#[test]
+fn an_older_file_read_again_is_no_newer_page() {
+    let scenario = shared_fixtures().join("pwmcp-0.0.83/order.openai.json");
+    let (body, reads) = with_reads_chat(&scenario, Reader::ClaudeArrow, true);
+    let mut v: Value = serde_json::from_str(&body).expect("JSON");
+    let messages = v["messages"].as_array_mut().expect("messages");
+    // Read the first file once more, after everything.
+    let first = messages
+        .iter()
+        .find(|m| m["tool_calls"][0]["id"] == reads[0].id)
+        .cloned()
+        .expect("the first read");
+    let mut again = first.clone();
+    again["tool_calls"][0]["id"] = json!("read_again");
+    let path = first["tool_calls"][0]["function"]["arguments"].clone();
+    again["tool_calls"][0]["function"]["arguments"] = path;
+    messages.push(again);
+    messages.push(json!({"role": "tool", "tool_call_id": "read_again", "content": Reader::ClaudeArrow.output(&reads[0].file)}));
+    let body = v.to_string();
+    let p = project_on(&body, RequestFormat::OpenAiChat).expect("projects");
+    let results = &p.report().results;
+    let last = results.last().expect("results");
+    assert_eq!(
+        last.status,
+        Status::Collapsed,
+        "the old file read again collapses"
+    );
+    let newest = results
+        .iter()
+        .rev()
+        .find(|r| r.status == Status::Live)
+        .expect("a live page");
+    assert_eq!(
+        newest.call_id.as_deref(),
+        Some(reads.last().expect("reads").id.as_str())
+    );
+    // A ref only in the old file is refused; one in the newest is allowed.
+    let live = refs_of(&reads.last().expect("reads").file);
+    let stale = refs_of(&reads[0].file)
+        .into_iter()
+        .find(|r| !live.contains(r))
+        .expect("a stale ref");
+    let engine = Engine::new(on());
+    let click = |id: &str| json!({"element": "the element", "target": id}).to_string();
+    let verdict = engine
+        .check_call(
+            &body,
+            RequestFormat::OpenAiChat,
+            "browser_click",
+            &click(&stale),
+        )
+        .expect("verdict");
+    assert!(!verdict.is_allowed(), "{stale}: {verdict:?}");
+    let verdict = engine
+        .check_call(
+            &body,
+            RequestFormat::OpenAiChat,
+            "browser_click",
+            &click(&live[1]),
+        )
+        .expect("verdict");
+    assert!(verdict.is_allowed(), "{verdict:?}");
+}
+
+/// Turn by turn with one memo (as the proxy runs), a read-back session answers as it does
+/// cold: the page that linked a file and the stamps that order files may lie before a
+/// checkpoint, so the memo must not change a receipt.
+#[test]
+fn read_back_sessions_answer_the_same_with_a_memo() {
+    for scenario in scenarios() {
+        for (format, build) in [
+            (
+                RequestFormat::OpenAiChat,
+                with_reads_chat as fn(&Path, Reader, bool) -> (String, Vec<Inserted>),
+            ),
+            (RequestFormat::Anthropic, with_reads_anthropic),
+        ] {
+            let (body, _) = build(&scenario, Reader::ClaudeTab, false);
+            let memo = staleguard::Memo::default();
+            let n = messages(&body).len();
+            for k in 1..=n {
+                let request = truncate(&body, k);
+                let cold = staleguard::project(&request, format, &on(), Options::default())
+                    .expect("projects");
+                let with_memo = Options {
+                    memo: Some(&memo),
+                    ..Options::default()
+                };
+                let warm =
+                    staleguard::project(&request, format, &on(), with_memo).expect("projects");
+                let what = format!("{} {format:?} turn {k}", scenario.display());
+                assert_eq!(cold.body, warm.body, "{what}");
+                assert_eq!(cold.report(), warm.report(), "{what}");
+            }
+        }
+    }
+}

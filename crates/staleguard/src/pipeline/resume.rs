@@ -329,8 +329,16 @@ pub(crate) fn continues(
     items_hash(transcript, items) == base.items
         && session.unpaired == 0
         && !session.steps.is_empty()
+        && !reads_back(session)
         && live_after(session, base)
         && !asks_later(transcript, base, config)
+}
+
+/// True when the tail reads a snapshot file back through another tool: the page that
+/// linked the file, and the stamps that order files, may be before the resume point, so
+/// the request goes the whole way.
+fn reads_back(session: &Session<'_>) -> bool {
+    session.steps.iter().any(|s| s.by_content)
 }
 
 /// True when the live page state starts at or after the checkpoint's observation and is
