@@ -3,6 +3,7 @@
 
     python3 tests/agents/model.py [--port PORT]                # the model
     python3 tests/agents/model.py --relay URL [--port PORT]    # a recording relay to URL
+    python3 tests/agents/model.py --readback [--port PORT]     # the model, reading linked snapshots
 
 The first line on standard output is the port it listens on (127.0.0.1 only).
 
@@ -21,6 +22,13 @@ since, refusals), never from how many requests came before, because agents send 
   7. answer with a final text that quotes the page's confirmation line
 
 A request without tools (a title or summary side request) gets a short plain text answer.
+
+With --readback the model reads file-linked snapshots (Playwright MCP 0.0.69 on: the newest
+page result holds only `- [Snapshot](.playwright-mcp/page-<stamp>.yml)`) back with the agent's
+own file tool, Claude Code's `Read`, at the absolute path (the link resolved against the
+`Working directory:` the agent's system prompt names), instead of calling browser_snapshot; it
+then picks refs from the Read result, its line numbers (`     1→`) stripped. Without the flag
+nothing of this applies.
 
 As the relay it records every request and forwards it unchanged to URL, but for a header
 `x-e2e-seq: N` (N counts its records from 1), then sends the whole answer back: what the agent
@@ -51,6 +59,13 @@ NAME = "Ada Lovelace"
 QUANTITY = "3"
 COLOUR = "Blue"
 REFUSED = "staleguard refused this call"
+# --readback: read file-linked snapshots with the agent's file tool.
+READBACK = False
+READ_TOOL = "Read"
+LINKED = re.compile(r"^- \[Snapshot\]\(([^)\s]+\.yml)\)\s*$", re.M)
+# A file tool's line number: Claude Code's `     1→` (or `     1<tab>`).
+LINE_NUMBER = re.compile(r"^ *\d+(?:\u2192|\t)", re.M)
+WORKDIR = re.compile(r"[Ww]orking directory: *(/\S+)")
 # The browser tools the flow uses, by their MCP tool name without the server prefix.
 NEEDED = {"browser_navigate", "browser_type", "browser_select_option", "browser_click", "browser_snapshot"}
 
@@ -65,6 +80,8 @@ class Conversation:
     results: [(call_id, text)] in order
     deferred: MCP tool names (`server__tool`) the conversation's text mentions
     prompt: the text of the first user message that names the order form
+    schemas: {name: input schema} for every tool offered with one
+    workdir: the agent's working directory its system prompt names, or None
     """
 
     def __init__(self):
@@ -73,6 +90,8 @@ class Conversation:
         self.results = []
         self.deferred = set()
         self.prompt = ""
+        self.schemas = {}
+        self.workdir = None
 
 
 class Action:
@@ -104,8 +123,39 @@ def latest_snapshot(convo):
     for i in range(len(convo.results) - 1, -1, -1):
         text = convo.results[i][1]
         if "Page Snapshot" in text or re.search(r"\[ref=", text):
-            return i, text
+            return i, (LINE_NUMBER.sub("", text) if READBACK else text)
     return None, ""
+
+
+def unread_snapshot(convo):
+    """--readback: the absolute path of the snapshot file the newest page result links, when
+    no newer result shows a page and the file was not read yet; else None."""
+    for _, text in reversed(convo.results):
+        if re.search(r"\[ref=", text):
+            return None
+        link = LINKED.search(text)
+        if link:
+            path = link.group(1)
+            if not path.startswith("/"):
+                if convo.workdir is None:
+                    return None
+                path = convo.workdir.rstrip("/") + "/" + path
+            read = any(c[1] == READ_TOOL and isinstance(c[2], dict) and c[2].get("file_path") == path
+                       for c in convo.calls)
+            return None if read else path
+    return None
+
+
+def ref_key(convo, suffix):
+    """The ref argument the tool takes: `target` from Playwright MCP 0.0.7x on, else `ref`
+    (--readback only, as it is the only mode run on those servers)."""
+    if not READBACK:
+        return "ref"
+    schema = convo.schemas.get(tool_named(convo, suffix) or "") or {}
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(properties, dict) and "target" in properties and "ref" not in properties:
+        return "target"
+    return "ref"
 
 
 def calls_after(convo, index):
@@ -148,6 +198,10 @@ def decide(convo):
         return find_tools(convo)
     if convo.results and REFUSED in convo.results[-1][1]:
         return call(convo, "browser_snapshot")
+    if READBACK and READ_TOOL in convo.tools:
+        path = unread_snapshot(convo)
+        if path:
+            return Action(tool=READ_TOOL, arguments={"file_path": path})
     index, page = latest_snapshot(convo)
     if index is None:
         url = re.search(r"https?://127\.0\.0\.1:\d+/\S*form\.html", convo.prompt)
@@ -158,7 +212,8 @@ def decide(convo):
         return fill_form(convo, page, calls_after(convo, index))
     if 'button "Place order"' in page:
         ref = ref_of(page, "button", "Place order")
-        return call(convo, "browser_click", element="Place order button", ref=ref)
+        return call(convo, "browser_click", element="Place order button",
+                    **{ref_key(convo, "browser_click"): ref})
     if "Order placed" in page:
         return after_order(convo, page)
     return Action(text="The page is not part of the order flow.")
@@ -177,7 +232,7 @@ def find_tools(convo):
 
 
 def fill_form(convo, page, since):
-    typed = {c[2].get("ref") for c in since if isinstance(c[2], dict)}
+    typed = {c[2].get(ref_key(convo, c[1].split("__")[-1])) for c in since if isinstance(c[2], dict)}
     fields = [
         ("textbox", "Name", NAME, "browser_type"),
         ("spinbutton", "Quantity", QUANTITY, "browser_type"),
@@ -185,13 +240,14 @@ def fill_form(convo, page, since):
     for role, label, want, tool in fields:
         ref = ref_of(page, role, label)
         if ref and ref not in typed and value_of(page, role, label) != want:
-            return call(convo, tool, element=f"{label} {role}", ref=ref, text=want)
+            return call(convo, tool, element=f"{label} {role}", **{ref_key(convo, tool): ref}, text=want)
     colour = ref_of(page, "combobox", "Colour")
     if colour and colour not in typed and f'option "{COLOUR}" [selected]' not in page:
-        return call(convo, "browser_select_option", element="Colour combobox", ref=colour,
-                    values=[COLOUR])
+        return call(convo, "browser_select_option", element="Colour combobox",
+                    **{ref_key(convo, "browser_select_option"): colour}, values=[COLOUR])
     review = ref_of(page, "button", "Review order")
-    return call(convo, "browser_click", element="Review order button", ref=review)
+    return call(convo, "browser_click", element="Review order button",
+                **{ref_key(convo, "browser_click"): review})
 
 
 def after_order(convo, page):
@@ -223,6 +279,14 @@ def anthropic_view(body):
     for tool in body.get("tools") or []:
         if isinstance(tool, dict) and isinstance(tool.get("name"), str):
             convo.tools[tool["name"]] = bool(tool.get("defer_loading"))
+            if isinstance(tool.get("input_schema"), dict):
+                convo.schemas[tool["name"]] = tool["input_schema"]
+    # The system prompt first, then the messages (Claude Code also sends role "system" ones).
+    for text in [block_text(body.get("system"))] + [
+            block_text(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict)]:
+        found = WORKDIR.search(text)
+        if found and convo.workdir is None:
+            convo.workdir = found.group(1)
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
@@ -385,7 +449,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--relay", help="record and forward every request to this origin")
+    parser.add_argument("--readback", action="store_true",
+                        help="read file-linked snapshots with the agent's Read tool")
     args = parser.parse_args()
+    global READBACK
+    READBACK = args.readback
     if args.relay:
         url = urllib.parse.urlsplit(args.relay)
         Handler.relay = (url.scheme, url.hostname, url.port or (443 if url.scheme == "https" else 80))

@@ -11,6 +11,11 @@
 //! in `messages`, `anthropic-beta` flags, adaptive thinking, `context_management`,
 //! `tool_reference` blocks from its ToolSearch) pass through.
 //!
+//! A third run puts Playwright MCP 0.0.83 behind the guard, whose action results only link
+//! their snapshot file: the model reads each file back with Claude Code's own `Read`, and the
+//! proxy collapses the pages read back as it does browser results (SPEC 1, "Snapshots read
+//! back through another tool").
+//!
 //! Needs the pinned package installed (`npm ci` in its folder, as `scripts/test` does),
 //! `python3`, Node.js for Playwright MCP and `/usr/bin/chromium`; without them the tests fail
 //! saying what to install.
@@ -60,11 +65,29 @@ fn claude_bin() -> PathBuf {
     bin
 }
 
-/// The MCP config the test hands Claude Code: Playwright MCP 0.0.41, behind `staleguard mcp`
+/// What Claude Code runs with: the Playwright MCP version and the tools it may use unasked.
+struct Setup {
+    playwright: &'static str,
+    allowed: &'static str,
+}
+
+/// Playwright MCP 0.0.41 (snapshots inline), its tools only.
+const INLINE: Setup = Setup {
+    playwright: "0.0.41",
+    allowed: "mcp__playwright",
+};
+
+/// Playwright MCP 0.0.83 (action results link the snapshot file), its tools and `Read`.
+const READBACK: Setup = Setup {
+    playwright: "0.0.83",
+    allowed: "mcp__playwright,Read",
+};
+
+/// The MCP config the test hands Claude Code: Playwright MCP `version`, behind `staleguard mcp`
 /// when `guarded`. `TMPDIR` keeps the browser's profile in the scratch folder, so a browser
 /// left behind can be found and killed.
-fn mcp_config(scratch: &Scratch, guarded: bool) -> PathBuf {
-    let server = mcp::server_command("0.0.41");
+fn mcp_config(scratch: &Scratch, guarded: bool, version: &str) -> PathBuf {
+    let server = mcp::server_command(version);
     let (command, args) = if guarded {
         let mut args = vec!["mcp".to_string(), "--".into()];
         args.extend(server);
@@ -80,8 +103,15 @@ fn mcp_config(scratch: &Scratch, guarded: bool) -> PathBuf {
     path
 }
 
-/// `claude -p` on the order form at `site`, with `base_url` as its Anthropic API.
-fn run_claude(scratch: &Scratch, base_url: &str, site: &str, guarded: bool) -> Finished {
+/// `claude -p` on the order form at `site`, with `base_url` as its Anthropic API, in the
+/// scratch folder `work` (where Playwright MCP 0.0.83 writes `.playwright-mcp/`).
+fn run_claude(
+    scratch: &Scratch,
+    base_url: &str,
+    site: &str,
+    guarded: bool,
+    setup: &Setup,
+) -> Finished {
     let bin = claude_bin();
     let prompt = format!(
         "Order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
@@ -89,7 +119,7 @@ fn run_claude(scratch: &Scratch, base_url: &str, site: &str, guarded: bool) -> F
     // Anything not on 127.0.0.1 goes to a closed port: no network beyond this machine.
     let nowhere = format!("http://127.0.0.1:{}", free_port());
     let mut cmd = Command::new(&bin);
-    cmd.current_dir(scratch.folder("work"))
+    cmd.current_dir(scratch.folder(WORK))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .envs(scratch.home_env())
@@ -103,8 +133,8 @@ fn run_claude(scratch: &Scratch, base_url: &str, site: &str, guarded: bool) -> F
         .env("HTTP_PROXY", &nowhere)
         .env("NO_PROXY", "127.0.0.1,localhost")
         .args(["-p", &prompt, "--mcp-config"])
-        .arg(mcp_config(scratch, guarded))
-        .args(["--strict-mcp-config", "--allowedTools", "mcp__playwright"])
+        .arg(mcp_config(scratch, guarded, setup.playwright))
+        .args(["--strict-mcp-config", "--allowedTools", setup.allowed])
         .args(["--output-format", "json", "--no-session-persistence"]);
     let run = run_limited(cmd, LIMIT, "claude -p");
     let leftovers = agents::kill_processes_under(&scratch.dir);
@@ -525,7 +555,7 @@ fn claude_code_order_flow_through_proxy_and_guard() {
     let model = Model::start(None);
     let mut proxy = Proxy::start(&scratch, &model.origin());
     let relay = Model::start(Some(&proxy.origin()));
-    let run = run_claude(&scratch, &relay.origin(), &site.base, true);
+    let run = run_claude(&scratch, &relay.origin(), &site.base, true, &INLINE);
     let answer = final_answer(&run);
     assert!(
         answer.contains("WX-1001") && !answer.contains("cancelled"),
@@ -569,7 +599,7 @@ fn claude_code_without_staleguard_cancels_the_order() {
     let scratch = Scratch::new("claude-unguarded");
     let site = mcp::Site::shared();
     let model = Model::start(None);
-    let run = run_claude(&scratch, &model.origin(), &site.base, false);
+    let run = run_claude(&scratch, &model.origin(), &site.base, false, &INLINE);
     let answer = final_answer(&run);
     assert!(answer.contains("has been cancelled"), "{answer}");
     let got = messages(model.requests());
@@ -580,4 +610,272 @@ fn claude_code_without_staleguard_cancels_the_order() {
             .any(|r| r.text.contains(REFUSED) || r.text.starts_with(RECEIPT)),
         "nothing of staleguard's is in the unguarded run"
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// Snapshots read back through Claude Code's `Read` (SPEC 1)
+
+/// Where Claude Code's cwd is inside the scratch folder (`run_claude`).
+const WORK: &str = "work";
+
+/// Every `tool_use` input of `body`, by its ID.
+fn call_inputs(body: &Value) -> HashMap<String, Value> {
+    blocks(body)
+        .into_iter()
+        .filter(|(_, b)| b["type"] == "tool_use")
+        .map(|(_, b)| {
+            (
+                b["id"].as_str().unwrap_or_default().to_string(),
+                b["input"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A `Read` of a snapshot file Playwright MCP linked (`<cwd>/.playwright-mcp/page-*.yml`)
+/// that returned the page tree.
+fn reads_snapshot(r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
+    let path = inputs.get(&r.call).and_then(|i| i["file_path"].as_str());
+    r.tool == "Read"
+        && !r.is_error
+        && path.is_some_and(|p| p.contains("/.playwright-mcp/page-") && p.ends_with(".yml"))
+}
+
+/// A result that holds a page tree: a snapshot file read back, or a browser result with the
+/// tree inline (0.0.83's `browser_snapshot`).
+fn holds_tree(r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
+    (reads_snapshot(r, inputs) || is_browser(&r.tool)) && r.text.contains("[ref=")
+}
+
+/// What one request shows of the read-back pages.
+#[derive(Default, Debug)]
+struct Readback {
+    reads: usize,
+    reads_collapsed: usize,
+    newest_read_live: bool,
+}
+
+/// Only browser results and snapshot files read back changed; every page tree but the newest
+/// (read back or inline) reached the model as a receipt with no ref of its tree left, and the
+/// newest as Claude Code sent it.
+fn only_old_reads_collapsed(sent: &Value, got: &Value, i: usize) -> Readback {
+    let inputs = call_inputs(sent);
+    let (s_results, g_results) = (tool_results(sent), tool_results(got));
+    assert_eq!(
+        s_results.len(),
+        g_results.len(),
+        "request {i}: results kept"
+    );
+    let mut changed = Vec::new();
+    for (s, g) in s_results.iter().zip(&g_results) {
+        assert_eq!(
+            (&s.call, s.at, s.is_error),
+            (&g.call, g.at, g.is_error),
+            "request {i}"
+        );
+        if s.text != g.text {
+            assert!(
+                is_browser(&s.tool) || reads_snapshot(s, &inputs),
+                "request {i}: a {} result changed",
+                s.tool
+            );
+            changed.push(s.at);
+        }
+    }
+    let mut stripped = without_breakpoint(got, sent);
+    let mut original = sent.clone();
+    for (m, b) in &changed {
+        stripped["messages"][m]["content"][b]["content"] = Value::Null;
+        original["messages"][m]["content"][b]["content"] = Value::Null;
+    }
+    assert!(
+        stripped == original,
+        "request {i}: something but a page result changed"
+    );
+    let mut seen = Readback::default();
+    let pages: Vec<(&ToolResult, &ToolResult)> = s_results
+        .iter()
+        .zip(&g_results)
+        .filter(|(s, _)| holds_tree(s, &inputs))
+        .collect();
+    for (n, (s, g)) in pages.iter().enumerate() {
+        let read = reads_snapshot(s, &inputs);
+        seen.reads += usize::from(read);
+        if n + 1 < pages.len() {
+            assert!(
+                g.text.contains(RECEIPT) && !g.text.contains("[ref="),
+                "request {i}: an older page ({}) reached the model live: {:.600}",
+                s.tool,
+                g.text
+            );
+            seen.reads_collapsed += usize::from(read);
+        } else {
+            assert_eq!(g.text, s.text, "request {i}: the newest page is live");
+            seen.newest_read_live = read;
+        }
+    }
+    seen
+}
+
+/// Claude Code sends a `Read` result as its file's lines, numbered: `1\t- ...` in 2.1.328
+/// (other versions write `     1→- ...`).
+fn numbered_like_claude_code(text: &str) {
+    let first = text.lines().next().unwrap_or_default().trim_start();
+    assert!(
+        (first.starts_with("1\t- ") || first.starts_with("1\u{2192}- ")) && first.contains("[ref="),
+        "a Read result starts `1<tab>- ... [ref=` or `     1→- ... [ref=`: {text:.300}"
+    );
+}
+
+/// Claude Code 2.1.328 with Playwright MCP 0.0.83 behind `staleguard mcp`: every action result
+/// only links its snapshot (`- [Snapshot](.playwright-mcp/page-<stamp>.yml)`), and the model
+/// (`model.py --readback`) reads the file with Claude Code's own `Read` instead of calling
+/// browser_snapshot, and acts on the refs of what it read. The proxy collapses every page read
+/// back but the newest; the guard refuses the reused "Place order".
+///
+/// With `STALEGUARD_RECORD_FIXTURE=1` the last request Claude Code sent is saved, as sent, to
+/// `fixtures/claude-code-readback/order.anthropic.json`.
+#[test]
+fn claude_code_reads_linked_snapshots_back_through_proxy_and_guard() {
+    let scratch = Scratch::new("claude-readback");
+    let site = mcp::Site::shared();
+    let model = Model::script("model.py", &["--readback"]);
+    let mut proxy = Proxy::start(&scratch, &model.origin());
+    let relay = Model::start(Some(&proxy.origin()));
+    let run = run_claude(&scratch, &relay.origin(), &site.base, true, &READBACK);
+    let answer = final_answer(&run);
+    assert!(
+        answer.contains("WX-1001") && !answer.contains("cancelled") && !answer.contains("WX-1002"),
+        "{answer}"
+    );
+
+    let sent = messages(relay.requests());
+    // Kept with the scratch folder when the test fails.
+    for (i, s) in sent.iter().enumerate() {
+        std::fs::write(scratch.dir.join(format!("sent-{i:02}.json")), &s.body).expect("write");
+    }
+    let got = messages(model.requests());
+    for g in &got {
+        let seq = g.header("x-e2e-seq").unwrap_or("none");
+        std::fs::write(scratch.dir.join(format!("got-seq{seq}.json")), &g.body).expect("write");
+    }
+    let got = forwarded_projections(&scratch, &sent, got);
+    claude_shapes_pass_through(&sent, &got);
+    let seen: Vec<Readback> = sent
+        .iter()
+        .zip(&got)
+        .enumerate()
+        .map(|(i, (s, g))| only_old_reads_collapsed(&s.json(), &g.json(), i))
+        .collect();
+    let collapsed: usize = seen.iter().map(|r| r.reads_collapsed).sum();
+    let live = seen.iter().filter(|r| r.newest_read_live).count();
+
+    // The last request holds the whole run.
+    let last_sent = sent[sent.len() - 1].json();
+    let last_got = got[got.len() - 1].json();
+    let inputs = call_inputs(&last_sent);
+    let work = scratch.dir.join(WORK).display().to_string();
+    let results = tool_results(&last_sent);
+    let reads: Vec<&ToolResult> = results
+        .iter()
+        .filter(|r| reads_snapshot(r, &inputs))
+        .collect();
+    assert!(
+        reads.len() >= 3,
+        "Read results of snapshot files: {}",
+        reads.len()
+    );
+    for r in &reads {
+        numbered_like_claude_code(&r.text);
+        let path = inputs[&r.call]["file_path"].as_str().unwrap_or_default();
+        assert!(
+            path.starts_with(&format!("{work}/.playwright-mcp/page-")),
+            "{path} is in Claude Code's working folder {work}"
+        );
+    }
+    // Every page the model acted on was read back: browser_snapshot was called once, after
+    // the refusal.
+    let snapshots: Vec<&ToolResult> = results
+        .iter()
+        .filter(|r| r.tool.ends_with("browser_snapshot"))
+        .collect();
+    assert_eq!(
+        snapshots.len(),
+        1,
+        "one browser_snapshot, after the refusal"
+    );
+    assert!(
+        live >= reads.len(),
+        "every page read back reached the model live: {live} requests"
+    );
+    let last_seen = &seen[seen.len() - 1];
+    assert_eq!(
+        (last_seen.reads, last_seen.reads_collapsed),
+        (reads.len(), reads.len()),
+        "after the browser_snapshot every page read back is a receipt"
+    );
+
+    // The reused "Place order" was refused; the first one placed the one order.
+    let forwarded = tool_results(&last_got);
+    let refusals: Vec<&ToolResult> = forwarded
+        .iter()
+        .filter(|r| r.text.contains(REFUSED))
+        .collect();
+    assert_eq!(refusals.len(), 1, "one refusal");
+    let refusal = refusals[0];
+    assert!(
+        refusal.is_error
+            && refusal.tool.ends_with("browser_click")
+            && refusal.text.contains("order/confirm.html"),
+        "the stale ref is named as the confirm page's: {}",
+        refusal.text
+    );
+    let place: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.tool.ends_with("browser_click"))
+        .map(|r| &inputs[&r.call])
+        .filter(|i| i["element"] == "Place order button")
+        .collect();
+    assert_eq!(
+        place.len(),
+        2,
+        "Place order clicked, then reused: {place:?}"
+    );
+    assert_eq!(place[0], place[1], "the reused call is the same call");
+    assert_eq!(inputs[&refusal.call], *place[1]);
+    let page = &forwarded.last().expect("a final result").text;
+    assert!(page.contains("Confirmation number: WX-1001"), "{page}");
+    assert!(
+        !page.contains("cancelled") && !page.contains("WX-1002"),
+        "{page}"
+    );
+    eprintln!(
+        "{} Read results of snapshot files sent; {collapsed} collapsed across {} requests; {} refused: {}",
+        reads.len(),
+        got.len(),
+        refusals.len(),
+        refusal.text
+    );
+
+    let log = proxy.stop();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
+    assert_eq!(lines.len(), got.len(), "one log line a request:\n{log}");
+    for line in &lines {
+        assert!(
+            line.contains("format=anthropic") && line.contains("outcome=projected"),
+            "{line}"
+        );
+    }
+    assert!(!log.contains(API_KEY), "the proxy logged the API key");
+
+    let body = &sent[sent.len() - 1].body;
+    assert!(
+        !body.contains(API_KEY),
+        "the request body holds the API key"
+    );
+    if std::env::var_os("STALEGUARD_RECORD_FIXTURE").is_some() {
+        let dir = repo().join("fixtures/claude-code-readback");
+        std::fs::create_dir_all(&dir).expect("create the fixture folder");
+        std::fs::write(dir.join("order.anthropic.json"), body).expect("write the fixture");
+    }
 }
