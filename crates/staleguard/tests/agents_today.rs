@@ -617,3 +617,40 @@ fn read_back_sessions_answer_the_same_with_a_memo() {
         }
     }
 }
+
+/// Each client's spelling of Playwright MCP's tools, written into recorded sessions: the
+/// default tool set sees the same pages, collapses the same results and gives the same
+/// verdicts as with the bare names.
+#[test]
+fn every_client_form_of_a_tool_name_is_recognised() {
+    let clients = [
+        ("Claude Code", "mcp__playwright__"),
+        ("Gemini CLI", "mcp_playwright_"),
+        ("server__tool", "playwright__"),
+        ("opencode", "playwright_"),
+    ];
+    for version in ["pwmcp-0.0.41", "pwmcp-0.0.83"] {
+        for name in ["order", "tabs_iframe"] {
+            let body = read(&shared_fixtures().join(format!("{version}/{name}.openai.json")));
+            let seen = |body: &str| {
+                let options = Options {
+                    verdicts: true,
+                    ..Options::default()
+                };
+                let p = staleguard::project(body, RequestFormat::OpenAiChat, &on(), options)
+                    .expect("projects");
+                let statuses: Vec<Status> = p.report().results.iter().map(|r| r.status).collect();
+                let verdicts: Vec<bool> =
+                    p.verdicts.iter().map(|v| v.verdict.is_allowed()).collect();
+                (statuses, verdicts)
+            };
+            let bare = seen(&body);
+            assert!(bare.0.contains(&Status::Collapsed), "{version}/{name}");
+            for (client, prefix) in clients {
+                let renamed = body.replace("\"browser_", &format!("\"{prefix}browser_"));
+                assert_ne!(renamed, body);
+                assert_eq!(seen(&renamed), bare, "{client}: {version}/{name}");
+            }
+        }
+    }
+}

@@ -166,6 +166,26 @@ await new Promise(f => setTimeout(f, 3 * 1000));
         );
     }
 
+    /// A `### Page` section that stayed on tab 0 while `### Open tabs` marks tab 1 current
+    /// (seen in real sessions): the current tab names the page.
+    #[test]
+    fn the_current_tab_names_the_page() {
+        let text = TABS
+            .replace("- 0: (current) [Links", "- 0: [Links")
+            .replace("- 1: [Northwind", "- 1: (current) [Northwind");
+        let obs = parse(&text).expect("a page report");
+        assert_eq!(
+            obs.url.as_deref(),
+            Some("http://127.0.0.1:8431/tabs/datasheet.html")
+        );
+        assert_eq!(obs.title.as_deref(), Some("Northwind H2 datasheet"));
+        let same = parse(TABS).expect("a page report");
+        assert_eq!(
+            same.url.as_deref(),
+            Some("http://127.0.0.1:8431/tabs/links.html")
+        );
+    }
+
     #[test]
     fn tabs_without_space() {
         let obs = parse(TABS).unwrap();
