@@ -19,7 +19,7 @@
 //! <url>.`, `## Pages`, `## Opened pages`); action results such as `Successfully filled out
 //! the element` name none.
 //!
-//! Behind opt-in flags the server writes the same tree as data ([`data`]): TOON under the
+//! Behind opt-in flags the server writes the same tree as data (`cdmcp/data.rs`): TOON under the
 //! same heading (`--experimentalDataFormat=toon`), or JSON in `structuredContent`
 //! (`--experimentalStructuredContent`), which some clients forward instead of the text. Both
 //! read as the text form of the same page: the same uids, roles, names, URL, title and
