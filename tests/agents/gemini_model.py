@@ -2,6 +2,7 @@
 """A scripted Gemini model for the Gemini CLI end-to-end test (standard library only).
 
     python3 tests/agents/gemini_model.py SITE_BASE
+    python3 tests/agents/gemini_model.py --readback SITE_BASE
 
 It listens on a port of 127.0.0.1 and prints it on the first line of standard output. It
 answers `POST .../models/M:generateContent` (JSON) and `:streamGenerateContent` (SSE with
@@ -23,6 +24,17 @@ text answer that quotes the page. Requests that want JSON (`responseMimeType:
 application/json`, Gemini CLI's routing and next-speaker checks) get an object built from
 their schema; requests without tools get a short text.
 
+With --readback the model drives Playwright MCP 0.0.69 on instead (`mcp_<server>_browser_*`),
+whose action results only link their snapshot (`- [Snapshot](.playwright-mcp/page-<stamp>.yml)`):
+whenever the newest page result links a file it has not read, it calls Gemini CLI's own
+`read_file` (the path key taken from the tool's declared parameters) with the file's absolute
+path, the link resolved against the first of the `Workspace Directories` Gemini CLI names, and
+picks refs from what it read. The flow: navigate to the form, read, type the name and the
+quantity, choose Blue, click "Review order", read, click "Place order", read, click the OLD
+"Place order" again with the same arguments (which staleguard mcp must refuse), then
+browser_snapshot and a final text answer that quotes the page. Without the flag nothing of this
+applies.
+
 Every answer opens with a thought part (`"thought": true`), as a thinking model's does with
 `includeThoughts`, so the test sees what the agent sends back of it.
 """
@@ -40,6 +52,12 @@ SITE = ""
 
 SNAPSHOT = "## Latest page snapshot"
 REFUSED = "staleguard refused this call"
+# --readback: Playwright MCP with file-linked snapshots, read back with `read_file`.
+READBACK = False
+READ_TOOL = "read_file"
+LINKED = re.compile(r"^- \[Snapshot\]\(([^)\s]+\.yml)\)\s*$", re.M)
+WORKSPACE = re.compile(r"Workspace Directories:\**\s*\n\s*- (/[^\n]+)")
+REF = re.compile(r"\[ref=([^\]]+)\]")
 
 
 # ---------------------------------------------------------------- reading the request
@@ -100,6 +118,8 @@ def newest_snapshot(found):
 
 def next_step(body):
     """The model's next move: ("call", tool, args) or ("text", words)."""
+    if READBACK:
+        return readback_step(body)
     names = declared(body)
     tool = next((n for n in names if n.endswith("_take_snapshot") or n == "take_snapshot"), None)
     if tool is None:
@@ -146,6 +166,142 @@ def click(prefix, snapshot, label):
     if target is None:
         return ("text", 'There is no "' + label + '" button in the newest snapshot.')
     return ("call", prefix + "click", {"pageId": 1, "uid": target})
+
+
+# ---------------------------------------------------------------- --readback: Playwright MCP
+
+
+def calls(body):
+    """Every functionCall of the request, oldest first, as (name, args). Gemini CLI answers
+    a turn's calls one for one and in order, so call i is answered by response i."""
+    return [(str(c.get("name", "")), c.get("args") if isinstance(c.get("args"), dict) else {})
+            for c in fields(body, "functionCall")]
+
+
+def schema_of(body, name):
+    """The declared parameter properties of function `name`."""
+    for tool in body.get("tools") or []:
+        for decl in (tool or {}).get("functionDeclarations") or []:
+            if (decl or {}).get("name") == name:
+                schema = decl.get("parametersJsonSchema") or decl.get("parameters") or {}
+                props = schema.get("properties") if isinstance(schema, dict) else None
+                return props if isinstance(props, dict) else {}
+    return {}
+
+
+def workspace(body):
+    """The first workspace directory Gemini CLI names in the conversation, or None."""
+    for content in body.get("contents") or []:
+        for part in (content or {}).get("parts") or []:
+            found = WORKSPACE.search(str((part or {}).get("text") or ""))
+            if found:
+                return found.group(1).strip()
+    return None
+
+
+def unread_snapshot(body, made, found):
+    """The read_file call for the snapshot file the newest page result links, when no newer
+    result shows a page and the file was not read yet; else None."""
+    props = schema_of(body, READ_TOOL)
+    key = next((k for k in ("file_path", "absolute_path", "path") if k in props), None)
+    if key is None:
+        return None
+    for _, text in reversed(found):
+        if REF.search(text):
+            return None
+        link = LINKED.search(text)
+        if link:
+            path = link.group(1)
+            if not path.startswith("/"):
+                root = workspace(body)
+                if root is None:
+                    return None
+                path = root.rstrip("/") + "/" + path
+            if any(n == READ_TOOL and a.get(key) == path for n, a in made):
+                return None
+            return ("call", READ_TOOL, {key: path})
+    return None
+
+
+def newest_page(found):
+    """(index, text) of the newest response that shows a page tree with refs."""
+    for i in range(len(found) - 1, -1, -1):
+        if REF.search(found[i][1]):
+            return i, found[i][1]
+    return None, ""
+
+
+def ref_of(page, role, name):
+    """The ref on the tree line holding `role "name"`, or None."""
+    for line in page.splitlines():
+        if role + ' "' + name + '"' in line:
+            match = REF.search(line)
+            if match:
+                return match.group(1)
+    return None
+
+
+def value_of(page, role, name):
+    """What follows the ref on the line of `role "name"` (a field's value), unquoted."""
+    for line in page.splitlines():
+        if role + ' "' + name + '"' in line:
+            tail = line.split("]:", 1)
+            return tail[1].strip().strip('"') if len(tail) == 2 else ""
+    return None
+
+
+def ref_key(body, tool):
+    """The ref argument `tool` takes: `target` from Playwright MCP 0.0.7x on, else `ref`."""
+    props = schema_of(body, tool)
+    return "target" if "target" in props and "ref" not in props else "ref"
+
+
+def act(body, tool, element, ref, **more):
+    return ("call", tool, dict({"element": element, ref_key(body, tool): ref}, **more))
+
+
+def readback_step(body):
+    names = declared(body)
+    navigate = next((n for n in names if n.endswith("_browser_navigate")), None)
+    if navigate is None:
+        return ("text", "I have no browser tools.")
+    prefix = navigate[: -len("browser_navigate")]
+    made, found = calls(body), responses(body)
+    if not found:
+        return ("call", navigate, {"url": SITE + "/order/form.html"})
+    if REFUSED in found[-1][1]:
+        return ("call", prefix + "browser_snapshot", {})
+    if READ_TOOL in names:
+        read = unread_snapshot(body, made, found)
+        if read:
+            return read
+    index, page = newest_page(found)
+    if index is None:
+        return ("text", "I see no page after " + found[-1][0] + ": " + found[-1][1][:200])
+    if "Order a widget" in page:
+        return fill_form_readback(body, prefix, page, made[index + 1:])
+    if 'button "Place order"' in page:
+        return act(body, prefix + "browser_click", "Place order button", ref_of(page, "button", "Place order"))
+    if "Order placed" in page:
+        place = [c for c in made if c[0] == prefix + "browser_click" and c[1].get("element") == "Place order button"]
+        if len(place) == 1:
+            # The order is placed; reuse the old "Place order" call, as the recordings do.
+            return ("call", place[0][0], dict(place[0][1]))
+        facts = re.findall(r"Confirmation number: WX-\d+|Order WX-\d+ has been cancelled", page)
+        return ("text", "Done. " + "; ".join(facts) if facts else "The order page shows no confirmation.")
+    return ("text", "The page is not part of the order flow.")
+
+
+def fill_form_readback(body, prefix, page, since):
+    typed = {a.get(ref_key(body, n)) for n, a in since}
+    for role, label, want in (("textbox", "Name", "Ada Lovelace"), ("spinbutton", "Quantity", "3")):
+        ref = ref_of(page, role, label)
+        if ref and ref not in typed and value_of(page, role, label) != want:
+            return act(body, prefix + "browser_type", label + " " + role, ref, text=want)
+    colour = ref_of(page, "combobox", "Colour")
+    if colour and colour not in typed and 'option "Blue" [selected]' not in page:
+        return act(body, prefix + "browser_select_option", "Colour combobox", colour, values=["Blue"])
+    return act(body, prefix + "browser_click", "Review order button", ref_of(page, "button", "Review order"))
 
 
 def from_schema(schema, key=""):
@@ -250,10 +406,13 @@ class Model(BaseHTTPRequestHandler):
 
 
 def main():
-    global SITE
-    if len(sys.argv) != 2:
-        sys.exit("usage: gemini_model.py SITE_BASE")
-    SITE = sys.argv[1].rstrip("/")
+    global SITE, READBACK
+    args = sys.argv[1:]
+    if args[:1] == ["--readback"]:
+        READBACK, args = True, args[1:]
+    if len(args) != 1:
+        sys.exit("usage: gemini_model.py [--readback] SITE_BASE")
+    SITE = args[0].rstrip("/")
     model = ThreadingHTTPServer(("127.0.0.1", 0), Model)
     print(model.server_address[1], flush=True)
     model.serve_forever()
