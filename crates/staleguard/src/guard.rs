@@ -57,37 +57,45 @@ impl Verdict {
 
 pub(crate) use crate::refs::targets;
 
-/// The call's own description of its target (`element`), lower-cased.
-fn description(arguments: &str) -> Option<String> {
-    let args: Value = serde_json::from_str(arguments).ok()?;
-    args.get("element")?.as_str().map(str::to_lowercase)
+/// What the call says it acts on: its own `element`, lower-cased (for every ref it names),
+/// and what it says each ref is, `element` for the call's own ref and, for a form field
+/// (`fields[]`, `elements[]`), the field's `element` or `name`.
+#[derive(Default)]
+struct Described {
+    element: Option<String>,
+    refs: Vec<(String, String)>,
 }
 
-/// What the call says each ref is: `element` for the call's own refs, and for a form
-/// field (`fields[]` of `browser_fill_form`) its `name` (or its own `element`).
-fn descriptions(arguments: &str) -> Vec<(String, String)> {
-    let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
-        return Vec::new();
-    };
-    let said = |o: &serde_json::Map<String, Value>, key: &str| {
-        o.get(key).and_then(Value::as_str).map(str::to_string)
-    };
-    let ref_of =
-        |o: &serde_json::Map<String, Value>| crate::refs::REF_KEYS.iter().find_map(|k| said(o, k));
-    let mut out = Vec::new();
-    if let (Some(id), Some(d)) = (ref_of(&args), said(&args, "element")) {
-        out.push((id, d));
-    }
-    let fields = args.get("fields").and_then(Value::as_array);
-    for field in fields.into_iter().flatten().filter_map(Value::as_object) {
-        if let (Some(id), Some(d)) = (
-            ref_of(field),
-            said(field, "element").or(said(field, "name")),
-        ) {
-            out.push((id, d));
+impl Described {
+    fn of(arguments: &str) -> Described {
+        let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
+            return Described::default();
+        };
+        let said = |o: &serde_json::Map<String, Value>, key: &str| {
+            o.get(key).and_then(Value::as_str).map(str::to_string)
+        };
+        let mut refs = Vec::new();
+        for holder in crate::refs::ref_holders(&args) {
+            let field = !std::ptr::eq(holder, &args);
+            let what =
+                said(holder, "element").or_else(|| field.then(|| said(holder, "name")).flatten());
+            let id = crate::refs::REF_KEYS.iter().find_map(|k| said(holder, k));
+            if let (Some(id), Some(what)) = (id, what) {
+                refs.push((id, what));
+            }
         }
+        let element = said(&args, "element").map(|e| e.to_lowercase());
+        Described { element, refs }
     }
-    out
+
+    /// What the call says ref `id` is.
+    fn of_ref(&self, id: &str) -> Option<&str> {
+        let own = self
+            .refs
+            .iter()
+            .find(|(r, _)| r.trim_start_matches('@') == id);
+        own.map(|(_, what)| what.as_str())
+    }
 }
 
 fn describes(description: &str, element: &Element) -> bool {
@@ -154,19 +162,15 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
         let text = texts::other_page(&wanted, newest, snapshot_tool);
         return refuse(Refusal::NeedsSnapshot, &text);
     }
-    let description = description(arguments);
-    let described = descriptions(arguments);
+    let described = Described::of(arguments);
     let mut notes = Vec::new();
     for id in &refs {
-        let own = described
-            .iter()
-            .find(|(r, _)| r.trim_start_matches('@') == id);
-        if let Some((_, said)) = own {
+        if let Some(said) = described.of_ref(id) {
             if let Some(verdict) = wrong_element(session, id, said, snapshot_tool) {
                 return verdict;
             }
         }
-        match check_ref(session, id, description.as_deref()) {
+        match check_ref(session, id, described.element.as_deref()) {
             Ok(Some(note)) => notes.push(note),
             Ok(None) => {}
             Err(verdict) => return verdict,
@@ -184,7 +188,8 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
 /// nothing: a stale ref in it costs an error from the server at most, and it is how the
 /// model gets fresh refs.
 fn reads_only(tool: &str) -> bool {
-    crate::tools::bare_names(tool).any(|n| n.ends_with("snapshot") || n == "browser_find")
+    crate::tools::is_snapshot_tool(tool)
+        || crate::tools::bare_names(tool).any(|n| n == "browser_find")
 }
 
 fn refuse(why: Refusal, message: &str) -> Verdict {

@@ -62,7 +62,8 @@ pub struct Page {
 }
 
 impl Page {
-    /// Applies one browser result; `partial` when its call asked for part of the page.
+    /// Applies one browser result; `partial` when it shows part of the page (it says so, or
+    /// its call asked for part).
     fn apply<T>(
         &mut self,
         text: T,
@@ -78,9 +79,8 @@ impl Page {
                 self.apply_header(header);
                 Applied::Nothing
             }
-            Some(header)
-                if header.is_observation() && (partial || header.kind == TreeKind::Partial) =>
-            {
+            Some(header) if header.is_observation() && partial => {
+                self.known = true;
                 if with_refs {
                     self.refs = self.refs.with_diff(text.into(), reading.clone(), None);
                 }
@@ -211,7 +211,9 @@ impl Page {
 /// Two URLs name the same page when they differ at most in their fragment (`#top`): a
 /// jump within the page keeps its tree.
 fn same_page(a: &str, b: &str) -> bool {
-    let page = |u: &str| u.split_once('#').map_or(u, |(p, _)| p).to_string();
+    fn page(url: &str) -> &str {
+        url.split_once('#').map_or(url, |(page, _)| page)
+    }
     page(a) == page(b)
 }
 
@@ -647,35 +649,30 @@ impl Tracker {
             // The tree it would refine is gone: the page changed since.
             self.page.refs = PageRefs::default();
         }
-        match self.page.apply(text, reading, !self.counting, partial) {
-            Applied::Part => {
-                self.page_unseen = false;
-                self.page.known = true;
-                if !self.counting {
-                    self.history.push(Seen {
-                        item: at,
-                        id: reading.id.clone(),
-                        url: self.page.url.clone(),
-                        refs: self.page.refs.clone(),
-                    });
-                }
-            }
+        match self.page.apply(text, reading, !self.counting, part) {
+            Applied::Part => self.took_tree(at, reading),
             Applied::Tree => {
-                self.page_unseen = false;
                 self.page.page_id.clone_from(&self.call_page);
-                if !self.counting {
-                    self.history.push(Seen {
-                        item: at,
-                        id: reading.id.clone(),
-                        url: self.page.url.clone(),
-                        refs: self.page.refs.clone(),
-                    });
-                }
+                self.took_tree(at, reading);
             }
             Applied::Report { unseen } => self.page_unseen |= unseen,
             Applied::Nothing => {}
         }
         self.current = self.page.fingerprint();
+    }
+
+    /// The page took in a tree, whole or part: the model has seen its refs, and the history
+    /// keeps them as they stand.
+    fn took_tree(&mut self, at: usize, reading: &Reading) {
+        self.page_unseen = false;
+        if !self.counting {
+            self.history.push(Seen {
+                item: at,
+                id: reading.id.clone(),
+                url: self.page.url.clone(),
+                refs: self.page.refs.clone(),
+            });
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use crate::call_args::{file_name, CallArgs};
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
 use crate::reading::{Depth, Header, Reader, Reading, TreeParts};
-use crate::tools::BrowserTools;
+use crate::tools::{is_snapshot_tool, BrowserTools};
 use crate::transcript::{Item, Transcript};
 
 /// One browser call and its result.
@@ -314,12 +314,6 @@ fn is_page_by_content(reading: &Reading) -> bool {
         h.is_observation()
             && crate::observation::format_named(h.format).is_some_and(|f| f.by_content())
     })
-}
-
-/// `browser_snapshot`, `take_snapshot` and the like, behind any MCP prefix: its arguments
-/// may ask for part of the page.
-fn is_snapshot_tool(name: &str) -> bool {
-    crate::tools::bare_names(name).any(|n| n.ends_with("snapshot"))
 }
 
 /// A browser call or result, for analyses that replay the session.

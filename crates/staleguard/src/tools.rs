@@ -46,6 +46,12 @@ pub(crate) fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
+/// `browser_snapshot`, `take_snapshot` and the like, behind any MCP prefix: it only reads
+/// the page, and its arguments may ask for part of it.
+pub(crate) fn is_snapshot_tool(name: &str) -> bool {
+    bare_names(name).any(|n| n.ends_with("snapshot"))
+}
+
 /// Default patterns of the tools whose results may carry pages by their content (a file
 /// read, a shell command): any tool.
 pub(crate) const DEFAULT_PAGE_TOOLS: &[&str] = &["*"];

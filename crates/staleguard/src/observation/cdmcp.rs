@@ -138,14 +138,7 @@ fn read(text: &str, full: bool) -> Option<Observation<'_>> {
             Section::Other => {}
         }
     }
-    obs.lists_pages = snapshot.is_none() && !named && opened.is_empty() && !obs.tabs.is_empty();
-    if obs.tabs.is_empty() {
-        obs.tabs = opened;
-    }
-    if let Some(tab) = obs.current_tab().cloned() {
-        obs.url = Some(tab.url);
-        obs.title = Some(tab.title).filter(|t| !t.is_empty());
-    }
+    take_pages(&mut obs, opened, snapshot.is_some(), named);
     obs.action = text
         .get(..action_end.unwrap_or(text.len()))
         .map(str::trim)
@@ -317,6 +310,19 @@ const STRUCTURED_KEYS: &[&str] = &[
 
 /// A result's `structuredContent` as JSON (`--experimentalStructuredContent`, forwarded by
 /// a client instead of the text): `message`, `navigatedToUrl`, `pages`, `openedPages` and
+/// Takes in the pages a result lists (`## Pages`, else `## Opened pages`): a result that
+/// only lists them says nothing changed, and the selected one names the page.
+fn take_pages<'a>(obs: &mut Observation<'a>, opened: Vec<Tab<'a>>, snapshot: bool, named: bool) {
+    obs.lists_pages = !snapshot && !named && opened.is_empty() && !obs.tabs.is_empty();
+    if obs.tabs.is_empty() {
+        obs.tabs = opened;
+    }
+    if let Some(tab) = obs.current_tab().cloned() {
+        obs.url = Some(tab.url);
+        obs.title = Some(tab.title).filter(|t| !t.is_empty());
+    }
+}
+
 /// `snapshot` read as the text form's message lines and sections. `None` unless the text
 /// is one JSON object of this server's keys that names a page or holds a snapshot tree.
 fn read_structured(text: &str, full: bool) -> Option<Observation<'_>> {
@@ -360,14 +366,7 @@ fn read_structured(text: &str, full: bool) -> Option<Observation<'_>> {
         .filter(|a| !a.is_empty())
         .map(|a| Cow::Owned(a.to_string()));
     obs.tabs = pages.unwrap_or_default();
-    obs.lists_pages = snapshot.is_none() && !named && opened.is_empty() && !obs.tabs.is_empty();
-    if obs.tabs.is_empty() {
-        obs.tabs = opened;
-    }
-    if let Some(tab) = obs.current_tab().cloned() {
-        obs.url = Some(tab.url);
-        obs.title = Some(tab.title).filter(|t| !t.is_empty());
-    }
+    take_pages(&mut obs, opened, snapshot.is_some(), named);
     match snapshot {
         Some(root) => read_data_tree(root, text, full, &mut obs)?,
         None if named || !obs.tabs.is_empty() => {}
