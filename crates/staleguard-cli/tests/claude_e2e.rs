@@ -405,9 +405,15 @@ fn without_breakpoint(got: &Value, sent: &Value) -> Value {
     }
 }
 
-/// Nothing but browser results changed, calls and results pair one to one, and every page
-/// but the newest reached the model as a receipt.
-fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
+/// Calls and results pair one to one as Claude Code sent them, only results `may_change`
+/// accepts changed, and everything else is as it was sent (a breakpoint aside). Gives the
+/// results as sent and as received.
+fn only_results_changed(
+    sent: &Value,
+    got: &Value,
+    i: usize,
+    may_change: impl Fn(&ToolResult) -> bool,
+) -> (Vec<ToolResult>, Vec<ToolResult>) {
     let (s_results, g_results) = (tool_results(sent), tool_results(got));
     assert_eq!(
         s_results.len(),
@@ -422,11 +428,7 @@ fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
             "request {i}"
         );
         if s.text != g.text {
-            assert!(
-                is_browser(&s.tool),
-                "request {i}: a {} result changed",
-                s.tool
-            );
+            assert!(may_change(s), "request {i}: a {} result changed", s.tool);
             changed.push(s.at);
         }
     }
@@ -434,7 +436,6 @@ fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
     let mut unique = ids.clone();
     unique.dedup();
     assert_eq!(ids.len(), unique.len(), "request {i}: one result per call");
-    // Everything but the changed results is as Claude Code sent it (a breakpoint aside).
     let mut stripped = without_breakpoint(got, sent);
     let mut original = sent.clone();
     for (m, b) in &changed {
@@ -443,8 +444,15 @@ fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
     }
     assert!(
         stripped == original,
-        "request {i}: something but a browser result changed"
+        "request {i}: something but a page result changed"
     );
+    (s_results, g_results)
+}
+
+/// Nothing but browser results changed, calls and results pair one to one, and every page
+/// but the newest reached the model as a receipt.
+fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
+    let (s_results, g_results) = only_results_changed(sent, got, i, |r| is_browser(&r.tool));
     let pages: Vec<&ToolResult> = s_results.iter().filter(|r| shows_page(&r.text)).collect();
     for (n, page) in pages.iter().enumerate() {
         let forwarded = &g_results
@@ -660,38 +668,8 @@ struct Readback {
 /// newest as Claude Code sent it.
 fn only_old_reads_collapsed(sent: &Value, got: &Value, i: usize) -> Readback {
     let inputs = call_inputs(sent);
-    let (s_results, g_results) = (tool_results(sent), tool_results(got));
-    assert_eq!(
-        s_results.len(),
-        g_results.len(),
-        "request {i}: results kept"
-    );
-    let mut changed = Vec::new();
-    for (s, g) in s_results.iter().zip(&g_results) {
-        assert_eq!(
-            (&s.call, s.at, s.is_error),
-            (&g.call, g.at, g.is_error),
-            "request {i}"
-        );
-        if s.text != g.text {
-            assert!(
-                is_browser(&s.tool) || reads_snapshot(s, &inputs),
-                "request {i}: a {} result changed",
-                s.tool
-            );
-            changed.push(s.at);
-        }
-    }
-    let mut stripped = without_breakpoint(got, sent);
-    let mut original = sent.clone();
-    for (m, b) in &changed {
-        stripped["messages"][m]["content"][b]["content"] = Value::Null;
-        original["messages"][m]["content"][b]["content"] = Value::Null;
-    }
-    assert!(
-        stripped == original,
-        "request {i}: something but a page result changed"
-    );
+    let may_change = |r: &ToolResult| is_browser(&r.tool) || reads_snapshot(r, &inputs);
+    let (s_results, g_results) = only_results_changed(sent, got, i, may_change);
     let mut seen = Readback::default();
     let pages: Vec<(&ToolResult, &ToolResult)> = s_results
         .iter()

@@ -113,71 +113,76 @@ struct Inserted {
 /// `body` (OpenAI Chat) with a read of every linked snapshot file after the results that
 /// link it, cut after the last read when `cut`; and the reads, in order.
 fn with_reads_chat(scenario: &Path, reader: Reader, cut: bool) -> (String, Vec<Inserted>) {
-    let body: Value = serde_json::from_str(&read(scenario)).expect("JSON");
-    let mut out = Vec::new();
-    let mut reads = Vec::new();
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let mut pending: Vec<String> = Vec::new();
-    let mut last_read = 0;
-    for (i, message) in messages.iter().enumerate() {
-        out.push(message.clone());
-        if message["role"] == "tool" {
-            pending.extend(linked(message["content"].as_str().unwrap_or("")).map(str::to_string));
+    // Reads go after the run of tool messages that linked them, never inside it.
+    let links_after = |messages: &[Value], i: usize| {
+        if messages.get(i + 1).is_some_and(|m| m["role"] == "tool") {
+            return Vec::new();
         }
-        let next_is_tool = messages.get(i + 1).is_some_and(|m| m["role"] == "tool");
-        if next_is_tool {
-            continue;
-        }
-        for link in pending.drain(..) {
-            let id = format!("read_{}", reads.len() + 1);
-            let path = format!("/work/agent/{link}");
-            let file = artifact(scenario, &link);
-            out.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
-                "function": {"name": reader.tool(), "arguments": reader.arguments(&path).to_string()}}]}));
-            out.push(json!({"role": "tool", "tool_call_id": id, "content": reader.output(&file)}));
-            reads.push(Inserted { id, file });
-            last_read = out.len();
-        }
-    }
-    if cut {
-        out.truncate(last_read);
-    }
-    let mut body = body;
-    body["messages"] = Value::Array(out);
-    (body.to_string(), reads)
+        let run = messages[..=i]
+            .iter()
+            .rev()
+            .take_while(|m| m["role"] == "tool");
+        let mut links: Vec<String> = run
+            .filter_map(|m| linked(m["content"].as_str().unwrap_or("")).map(str::to_string))
+            .collect();
+        links.reverse();
+        links
+    };
+    let read_messages = |id: &str, args: Value, output: String| {
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": reader.tool(), "arguments": args.to_string()}}]}),
+            json!({"role": "tool", "tool_call_id": id, "content": output}),
+        ]
+    };
+    with_reads(scenario, scenario, reader, cut, links_after, read_messages)
 }
 
 /// The same session as an Anthropic body: `tool_use` and `tool_result` blocks.
 fn with_reads_anthropic(scenario: &Path, reader: Reader, cut: bool) -> (String, Vec<Inserted>) {
-    let path = scenario.with_file_name(
-        scenario
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .replace(".openai.", ".anthropic."),
-    );
-    let body: Value = serde_json::from_str(&read(&path)).expect("JSON");
-    let mut out = Vec::new();
-    let mut reads = Vec::new();
-    let mut last_read = 0;
-    for message in body["messages"].as_array().cloned().unwrap_or_default() {
-        let links: Vec<String> = message["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
+    let name = scenario
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let path = scenario.with_file_name(name.replace(".openai.", ".anthropic."));
+    let links_after = |messages: &[Value], i: usize| {
+        let results = messages[i]["content"].as_array().into_iter().flatten();
+        results
             .filter(|b| b["type"] == "tool_result")
             .filter_map(|b| {
-                linked(&support::content_text(&json!({"content": b["content"]})))
-                    .map(str::to_string)
+                linked(&content_text(&json!({"content": b["content"]}))).map(str::to_string)
             })
-            .collect();
-        out.push(message);
-        for link in links {
+            .collect()
+    };
+    let read_messages = |id: &str, input: Value, output: String| {
+        [
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": reader.tool(), "input": input}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}),
+        ]
+    };
+    with_reads(scenario, &path, reader, cut, links_after, read_messages)
+}
+
+/// The body at `path` with, after message `i`, a read of each file `links_after` names
+/// (the two messages `read_messages` writes), cut after the last read when `cut`.
+fn with_reads(
+    scenario: &Path,
+    path: &Path,
+    reader: Reader,
+    cut: bool,
+    links_after: impl Fn(&[Value], usize) -> Vec<String>,
+    read_messages: impl Fn(&str, Value, String) -> [Value; 2],
+) -> (String, Vec<Inserted>) {
+    let mut body: Value = serde_json::from_str(&read(path)).expect("JSON");
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let (mut out, mut reads, mut last_read) = (Vec::new(), Vec::new(), 0);
+    for (i, message) in messages.iter().enumerate() {
+        out.push(message.clone());
+        for link in links_after(&messages, i) {
             let id = format!("read_{}", reads.len() + 1);
             let file = artifact(scenario, &link);
-            let input = reader.arguments(&format!("/work/agent/{link}"));
-            out.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": reader.tool(), "input": input}]}));
-            out.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": reader.output(&file)}]}));
+            let args = reader.arguments(&format!("/work/agent/{link}"));
+            out.extend(read_messages(&id, args, reader.output(&file)));
             reads.push(Inserted { id, file });
             last_read = out.len();
         }
@@ -185,7 +190,6 @@ fn with_reads_anthropic(scenario: &Path, reader: Reader, cut: bool) -> (String, 
     if cut {
         out.truncate(last_read);
     }
-    let mut body = body;
     body["messages"] = Value::Array(out);
     (body.to_string(), reads)
 }
@@ -527,15 +531,12 @@ fn an_older_file_read_again_is_no_newer_page() {
     let mut v: Value = serde_json::from_str(&body).expect("JSON");
     let messages = v["messages"].as_array_mut().expect("messages");
     // Read the first file once more, after everything.
-    let first = messages
+    let mut again = messages
         .iter()
         .find(|m| m["tool_calls"][0]["id"] == reads[0].id)
         .cloned()
         .expect("the first read");
-    let mut again = first.clone();
     again["tool_calls"][0]["id"] = json!("read_again");
-    let path = first["tool_calls"][0]["function"]["arguments"].clone();
-    again["tool_calls"][0]["function"]["arguments"] = path;
     messages.push(again);
     messages.push(json!({"role": "tool", "tool_call_id": "read_again", "content": Reader::ClaudeArrow.output(&reads[0].file)}));
     let body = v.to_string();

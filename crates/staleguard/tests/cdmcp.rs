@@ -178,10 +178,6 @@ fn unable_to_navigate_is_a_failure_and_kept() {
         .any(|r| r.status == Status::Failed));
 }
 
-fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
-    staleguard::internal::adapter::read_transcript(body).expect("reads")
-}
-
 fn guidance(p: &staleguard::Projection, body: &str) -> bool {
     let before = result_texts(body);
     result_texts(&p.body)
@@ -266,28 +262,6 @@ fn every_result_reads_as_a_snapshot_a_page_report_or_nothing() {
         }
     }
     assert!(kinds.iter().all(|&k| k > 10), "{kinds:?}");
-}
-
-/// Every browser call that names a uid, with the guard's verdict before it and what the
-/// server answered: `(call id, verdict, server text)`.
-fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
-    use staleguard::internal::transcript::Item;
-    let t = transcript(body);
-    let answer = |id: &str| {
-        t.items.iter().find_map(|i| match i {
-            Item::Result(r) if r.call_id.as_deref() == Some(id) => Some(r.text.to_string()),
-            _ => None,
-        })
-    };
-    support::verdicts(&t, &staleguard::Config::default())
-        .into_iter()
-        .filter_map(|(item, verdict)| match &t.items[item] {
-            Item::Call(c) if !staleguard::internal::refs::targets(&c.arguments).is_empty() => {
-                Some((c.id.to_string(), verdict, answer(&c.id).unwrap_or_default()))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The server's own words for a uid it could not act on (fixtures README, "What a stale

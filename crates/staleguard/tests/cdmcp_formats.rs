@@ -328,32 +328,6 @@ fn structured_content_reads_alike_however_it_is_written() {
     assert!(checked > 30, "{checked}");
 }
 
-fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
-    staleguard::internal::adapter::read_transcript(body).expect("reads")
-}
-
-/// Every browser call that names a uid, with the guard's verdict before it and what the
-/// server answered: `(call id, verdict, server text)`.
-fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
-    use staleguard::internal::transcript::Item;
-    let t = transcript(body);
-    let answer = |id: &str| {
-        t.items.iter().find_map(|i| match i {
-            Item::Result(r) if r.call_id.as_deref() == Some(id) => Some(r.text.to_string()),
-            _ => None,
-        })
-    };
-    support::verdicts(&t, &staleguard::Config::default())
-        .into_iter()
-        .filter_map(|(item, verdict)| match &t.items[item] {
-            Item::Call(c) if !staleguard::internal::refs::targets(&c.arguments).is_empty() => {
-                Some((c.id.to_string(), verdict, answer(&c.id).unwrap_or_default()))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// The server's words for a uid it could not act on, in the text (`Error: Element uid "6_5"
 /// not found on page 1.`) and in `structuredContent` (`{"errorMessage":"Element uid ..."}`).
 fn server_rejected_as_stale(answer: &str) -> bool {

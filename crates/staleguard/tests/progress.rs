@@ -16,10 +16,6 @@ fn seed_form(n: u32, quantity: u32) -> String {
     )
 }
 
-fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
-    staleguard::internal::adapter::read_transcript(body).expect("reads")
-}
-
 fn guidance_of(p: &staleguard::Projection) -> Option<String> {
     let i = appended_message(p)?;
     let parts = messages(&p.body)[i]["content"].as_array()?.clone();

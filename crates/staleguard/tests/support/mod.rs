@@ -310,3 +310,30 @@ pub(crate) fn check(
     let tracker = replayed(transcript, config, false);
     staleguard::internal::guard::check(&tracker, name, arguments, &tools)
 }
+
+/// The neutral transcript of a request body (any wire format).
+pub(crate) fn transcript(body: &str) -> staleguard::internal::transcript::Transcript<'_> {
+    staleguard::internal::adapter::read_transcript(body).expect("reads")
+}
+
+/// Every browser call that names a ref, with the guard's verdict before it (default config)
+/// and what the server answered: `(call id, verdict, server text)`.
+pub(crate) fn uid_calls(body: &str) -> Vec<(String, staleguard::Verdict, String)> {
+    use staleguard::internal::transcript::Item;
+    let t = transcript(body);
+    let answer = |id: &str| {
+        t.items.iter().find_map(|i| match i {
+            Item::Result(r) if r.call_id.as_deref() == Some(id) => Some(r.text.to_string()),
+            _ => None,
+        })
+    };
+    verdicts(&t, &Config::default())
+        .into_iter()
+        .filter_map(|(item, verdict)| match &t.items[item] {
+            Item::Call(c) if !staleguard::internal::refs::targets(&c.arguments).is_empty() => {
+                Some((c.id.to_string(), verdict, answer(&c.id).unwrap_or_default()))
+            }
+            _ => None,
+        })
+        .collect()
+}
