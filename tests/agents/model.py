@@ -4,6 +4,7 @@
     python3 tests/agents/model.py [--port PORT]                # the model
     python3 tests/agents/model.py --relay URL [--port PORT]    # a recording relay to URL
     python3 tests/agents/model.py --readback [--port PORT]     # the model, reading linked snapshots
+    python3 tests/agents/model.py --coding [--readback] [--port PORT]  # a coding agent checking pages
 
 The first line on standard output is the port it listens on (127.0.0.1 only).
 
@@ -29,6 +30,22 @@ own file tool, Claude Code's `Read`, at the absolute path (the link resolved aga
 `Working directory:` the agent's system prompt names), instead of calling browser_snapshot; it
 then picks refs from the Read result, its line numbers (`     1→`) stripped. Without the flag
 nothing of this applies.
+
+With --coding the model works as a coding agent that checks pages in the browser while it
+works: after every page it is shown (a browser result with a page, or with --readback a snapshot
+file read back), and before its next browser call, it runs the chores that page's place in the
+session calls for, with the agent's own tools: `Bash` (`cat`, `sed -n`, `ls -laR`, `curl -s` of the
+test site, a doctest run) and `Read` of large files, all of them real files of this machine that
+do not change (Python's standard library in /usr/lib/python3.11, ../shared). Each chore is done
+once after its page; a chore is done when a call with its exact input follows the page. Which
+chores and which flow come from the request: the n-th page of the request gets the n-th list of
+chores (pages collapsed to a staleguard receipt count), and the first user message names the flow:
+  * the order form (`form.html`): the order flow above, the same calls and answer;
+  * the parts catalog (`catalog.html`): a fixed plan of visits, the catalog three times and the
+    knowledge base's search, results and two articles between, then an answer quoting the parts'
+    rows and the articles' prices and dates that the request still shows.
+Only the results of browser tools and of `Read`s of `.playwright-mcp/` files are pages to it;
+what the chores print never is. Without the flag nothing of this applies.
 
 As the relay it records every request and forwards it unchanged to URL, but for a header
 `x-e2e-seq: N` (N counts its records from 1), then sends the whole answer back: what the agent
@@ -62,6 +79,9 @@ REFUSED = "staleguard refused this call"
 # --readback: read file-linked snapshots with the agent's file tool.
 READBACK = False
 READ_TOOL = "Read"
+# --coding: work like a coding agent between pages.
+CODING = False
+SHELL_TOOL = "Bash"
 LINKED = re.compile(r"^- \[Snapshot\]\(([^)\s]+\.yml)\)\s*$", re.M)
 # A file tool's line number: Claude Code's `     1→` (or `     1<tab>`).
 LINE_NUMBER = re.compile(r"^ *\d+(?:\u2192|\t)", re.M)
@@ -92,6 +112,8 @@ class Conversation:
         self.prompt = ""
         self.schemas = {}
         self.workdir = None
+        # --coding only: the text of every user message, in order.
+        self.user_texts = []
 
 
 class Action:
@@ -261,6 +283,236 @@ def after_order(convo, page):
     return Action(text="Done. " + "; ".join(facts) if facts else "The order page shows no confirmation.")
 
 
+# ---------------------------------------------------------------- --coding: a coding agent checking pages
+
+SITE = re.compile(r"https?://127\.0\.0\.1:\d+")
+# How staleguard's receipt of a collapsed page starts.
+RECEIPT = "[staleguard receipt]"
+PY = "/usr/lib/python3.11"
+
+
+def bash(command, description):
+    return (SHELL_TOOL, {"command": command, "description": description})
+
+
+def read(path, offset=None, limit=None):
+    arguments = {"file_path": path}
+    if offset is not None:
+        arguments["offset"] = offset
+    if limit is not None:
+        arguments["limit"] = limit
+    return (READ_TOOL, arguments)
+
+
+def order_chores(site):
+    """The chores after the n-th page of the order flow (index n - 1): 15-90 KB of output each
+    (with --readback five of them, in another order)."""
+    return [
+        [bash("ls -laR /work/shared/site", "List the test site"),
+         read(f"{PY}/pathlib.py"),
+         bash(f"curl -s {site}/order/confirm.html", "Fetch the confirm page's HTML")],
+        [bash(f"sed -n '1,700p' {PY}/http/server.py", "Read how http.server answers GET"),
+         bash(f"python3 -m doctest -v {PY}/difflib.py", "Run difflib's doctests")],
+        [read(f"{PY}/http/client.py"),
+         bash(f"grep -rn 'def ' {PY}/http/", "List the http package's functions")],
+        [bash(f"curl -s {site}/index.html {site}/order/done.html", "Fetch the home and done pages"),
+         read("/work/shared/SPEC.md"),
+         bash(f"ls -la {PY}", "List the standard library")],
+        [read(f"{PY}/json/decoder.py"),
+         read(f"{PY}/json/encoder.py"),
+         bash(f"sed -n '700,1400p' {PY}/http/server.py", "Read the rest of http.server")],
+        [bash(f"python3 -m doctest -v {PY}/statistics.py", "Run statistics' doctests"),
+         read(f"{PY}/shutil.py"),
+         bash("ls -laR /work/shared/fixtures", "List the shared fixtures")],
+        [bash("cat /work/shared/site/check.mjs", "Read the fixture checker"),
+         bash(f"python3 -m doctest -v {PY}/fractions.py", "Run fractions' doctests"),
+         read("/work/shared/DESIGN.md")],
+    ]
+
+
+def catalog_plan(site):
+    """The whole catalog session: browser steps (tool, what it names) and the chores between
+    them, in order. A browser step that acts on an element names it by (role, name)."""
+    catalog = f"{site}/long/catalog.html"
+    return [
+        ("browser_navigate", {"url": catalog}),
+        read(f"{PY}/pathlib.py"),
+        bash(f"sed -n '1,700p' {PY}/http/server.py", "Read how http.server answers GET"),
+        bash(f"ls -laR {PY}/json {PY}/http {PY}/email", "List the json, http and email packages"),
+        bash(f"curl -s {site}/long/gen_catalog.py", "Fetch the catalog's generator"),
+        ("browser_navigate", {"url": f"{site}/research/search.html"}),
+        read(f"{PY}/http/client.py"),
+        bash(f"grep -rn 'def ' {PY}/http/", "List the http package's functions"),
+        ("browser_type", ("searchbox", "Search articles", "home battery")),
+        bash(f"curl -s '{site}/research/results.html?q=home+battery'", "Fetch the results page's HTML"),
+        read("/work/shared/SPEC.md"),
+        bash(f"python3 -m doctest -v {PY}/difflib.py", "Run difflib's doctests"),
+        read(f"{PY}/json/encoder.py"),
+        ("browser_click", ("link", "Home battery prices fell 14% in 2024")),
+        read(f"{PY}/argparse.py", 1, 900),
+        bash(f"sed -n '700,1400p' {PY}/http/server.py", "Read the rest of http.server"),
+        bash(f"curl -s {site}/research/search.html", "Fetch the search page's HTML"),
+        ("browser_navigate", {"url": catalog}),
+        bash(f"python3 -m doctest -v {PY}/statistics.py", "Run statistics' doctests"),
+        read(f"{PY}/threading.py"),
+        bash(f"ls -la {PY}", "List the standard library"),
+        ("browser_navigate", {"url": f"{site}/research/articles/northwind-h2-review.html"}),
+        bash(f"cat {PY}/ipaddress.py", "Read ipaddress.py"),
+        bash(f"cat {PY}/http/cookies.py", "Read http.cookies"),
+        bash(f"curl -s {site}/index.html", "Fetch the home page's HTML"),
+        ("browser_navigate", {"url": catalog}),
+        bash(f"python3 -m doctest -v {PY}/fractions.py", "Run fractions' doctests"),
+        read("/work/shared/DESIGN.md"),
+    ]
+
+
+def call_tool(convo, call):
+    """The name of the offered tool a call was made with (an MCP prefix aside), as plan steps
+    name it: `Bash`, `Read`, `browser_click`."""
+    name = call[1]
+    return name.split("__")[-1] if "__browser_" in name else name
+
+
+def is_page_result(call):
+    """--coding: a result that may show a page: a browser tool's, or a Read of a snapshot file."""
+    if call is None:
+        return False
+    name, arguments = call[1], call[2] if isinstance(call[2], dict) else {}
+    return "__browser_" in name or (name == READ_TOOL and "/.playwright-mcp/" in str(arguments.get("file_path")))
+
+
+def shows_page(text):
+    return "Page Snapshot" in text or re.search(r"\[ref=", text) is not None
+
+
+def page_view(convo):
+    """The conversation with only the results that may show pages (what the order flow reads)."""
+    calls = {c[0]: c for c in convo.calls}
+    view = Conversation()
+    view.__dict__.update(convo.__dict__)
+    view.results = [r for r in convo.results if is_page_result(calls.get(r[0]))]
+    return view
+
+
+def chore_action(convo, chore):
+    name, arguments = chore
+    if name not in convo.tools:
+        return Action(text=f"I cannot continue: no {name} tool is offered.")
+    return Action(tool=name, arguments=dict(arguments))
+
+
+def next_order_chore(convo, view):
+    """The first chore of the newest page's list that no call after that page made. The n-th
+    page counts the older pages the request shows collapsed (a staleguard receipt) too."""
+    calls = {c[0]: c for c in convo.calls}
+    pages = [r for r in view.results if shows_page(r[1]) or r[1].startswith(RECEIPT)]
+    if not pages or not shows_page(pages[-1][1]):
+        return None
+    site = SITE.search(convo.prompt)
+    chores = order_chores(site.group(0) if site else "")
+    if READBACK:
+        # Another session's shape: other chores, in another order.
+        chores = [chores[i] for i in (5, 2, 1, 3, 6)]
+    if len(pages) > len(chores):
+        return None
+    position = [r[0] for r in convo.results].index(pages[-1][0])
+    done = [calls.get(cid) for cid, _ in convo.results[position + 1:]]
+    done = [(c[1], c[2]) for c in done if c is not None]
+    for chore in chores[len(pages) - 1]:
+        if chore not in done:
+            return chore_action(convo, chore)
+    return None
+
+
+def coding_decide(convo):
+    """--coding: the next step, from what the request holds."""
+    if not convo.tools:
+        return Action(text="Checking pages while coding")
+    if tool_named(convo, "browser_navigate") is None:
+        return find_tools(convo)
+    failed = [t for _, t in page_view(convo).results if re.match(r"(### )?Error\b", t)]
+    if len(failed) >= 3:
+        return Action(text="I cannot continue: the browser keeps failing: " + failed[-1][:600])
+    prompt = next((t for t in convo.user_texts if SITE.search(t)), "")
+    if "catalog.html" in prompt:
+        return catalog_step(convo, prompt)
+    view = page_view(convo)
+    chore = next_order_chore(convo, view)
+    return chore or decide(view)
+
+
+def catalog_step(convo, prompt):
+    """The next step of the catalog plan: the plan's calls are matched in order against the
+    calls the conversation holds; the first one not made is next. With --readback a snapshot
+    file the newest page result links is read first, as in the order flow."""
+    if READBACK and READ_TOOL in convo.tools:
+        path = unread_snapshot(page_view(convo))
+        if path:
+            return Action(tool=READ_TOOL, arguments={"file_path": path})
+    plan = catalog_plan(SITE.search(prompt).group(0))
+    made = [(call_tool(convo, c), c[2]) for c in convo.calls if c[1] not in ("ToolSearch", "tool_search")]
+    at = 0
+    for tool, arguments in made:
+        if at < len(plan) and matches(plan[at], tool, arguments):
+            at += 1
+    if at == len(plan):
+        return catalog_answer(convo, prompt)
+    tool, what = plan[at]
+    if tool in (SHELL_TOOL, READ_TOOL):
+        return chore_action(convo, (tool, what))
+    if isinstance(what, dict):
+        return call(convo, tool, **what)
+    role, name = what[0], what[1]
+    _, page = latest_snapshot(page_view(convo))
+    ref = ref_of(page, role, name)
+    if ref is None:
+        return Action(text=f"I cannot find the {role} \"{name}\" on the page.")
+    schema = convo.schemas.get(tool_named(convo, tool) or "") or {}
+    key = "target" if "target" in (schema.get("properties") or {}) else "ref"
+    if tool == "browser_type":
+        return call(convo, tool, element=f"{name} {role}", **{key: ref}, text=what[2], submit=True)
+    return call(convo, tool, element=f"{name} {role}", **{key: ref})
+
+
+def matches(step, tool, arguments):
+    """Whether a call made is the plan's step: the same input, or for an element step the same
+    tool on the element it names."""
+    want_tool, what = step
+    if want_tool != tool or not isinstance(arguments, dict):
+        return False
+    if isinstance(what, dict):
+        return arguments == what
+    return arguments.get("element") == f"{what[1]} {what[0]}"
+
+
+def catalog_answer(convo, prompt):
+    """The parts' rows and the articles' prices and dates the request's tool results show
+    (what the model can still read: a collapsed page shows only what staleguard kept)."""
+    texts = [t for _, t in convo.results]
+    seen = "\n".join(texts)
+    facts = []
+    for part in sorted(set(re.findall(r"P-\d{4}", prompt))):
+        row = None
+        for text in reversed(texts):
+            # A row named inline (`row "P-0042 Wood screw 60 mm, steel $9.89"`) or by its cells,
+            # one a line (`cell "P-0042"`, `cell "Wood screw 60 mm, steel"`, `cell "$9.89"`).
+            row = (re.search(rf'{part} ([A-Z][^"\n]*?, [a-z]+) (\$\d+\.\d\d)', text)
+                   or re.search(rf'cell "{part}"[^\n]*\n[^\n]*cell "([^"]+)"[^\n]*\n[^\n]*cell "(\$\d+\.\d\d)"',
+                                text))
+            if row:
+                break
+        facts.append(f"{part}: {row.group(1)}, {row.group(2)}" if row else f"{part}: not found")
+    published = r"[\s\S]{0,400}?Published (\d{1,2} [A-Z][a-z]+ \d{4})"
+    for label, pattern in [("Home battery prices (Fenwick survey)", r"fell to (?:\*\*)?(\$[\d,]+ per kWh)"),
+                           ("a year earlier", r"down from (\$[\d,]+) per kWh"),
+                           ("survey published", r"Home battery prices fell 14% in 2024" + published),
+                           ("Northwind H2", r"Price: (\$[\d,]+ installed)"),
+                           ("review published", r"Review: Northwind H2 home battery" + published)]:
+        found = re.search(pattern, seen)
+        facts.append(f"{label}: {found.group(1) if found else 'not found'}")
+    return Action(text="Checked in the browser. " + "; ".join(facts) + ".")
+
+
 # ---------------------------------------------------------------- Anthropic Messages
 
 def blocks(content):
@@ -302,6 +554,8 @@ def anthropic_view(body):
                 convo.deferred.update(re.findall(r"\b\w+__browser_\w+", text))
                 if message.get("role") == "user" and not convo.prompt and "form.html" in text:
                     convo.prompt = text
+                if message.get("role") == "user":
+                    convo.user_texts.append(text)
     return convo
 
 
@@ -416,7 +670,7 @@ class Handler(BaseHTTPRequestHandler):
             self.record(body)
             return self.send_json(200, {"input_tokens": max(1, len(body) // 4)})
         if path.endswith("/messages") and self.command == "POST":
-            action = decide(anthropic_view(request))
+            action = (coding_decide if CODING else decide)(anthropic_view(request))
             number = self.record(body, action)
             if request.get("stream"):
                 return self.send_events(anthropic_events(request, action, number, len(body)))
@@ -451,9 +705,12 @@ def main():
     parser.add_argument("--relay", help="record and forward every request to this origin")
     parser.add_argument("--readback", action="store_true",
                         help="read file-linked snapshots with the agent's Read tool")
+    parser.add_argument("--coding", action="store_true",
+                        help="work like a coding agent: shell and file output between pages")
     args = parser.parse_args()
-    global READBACK
+    global READBACK, CODING
     READBACK = args.readback
+    CODING = args.coding
     if args.relay:
         url = urllib.parse.urlsplit(args.relay)
         Handler.relay = (url.scheme, url.hostname, url.port or (443 if url.scheme == "https" else 80))

@@ -16,6 +16,12 @@
 //! proxy collapses the pages read back as it does browser results (SPEC 1, "Snapshots read
 //! back through another tool").
 //!
+//! Three more runs (`model.py --coding`) work like a coding agent that checks pages while it
+//! works: between two pages the model runs Claude Code's `Bash` and `Read` on large real files
+//! (20-90 KB of output), on the order flow with 0.0.41 and 0.0.83 and on the long catalog and
+//! research pages with 0.0.83; with `STALEGUARD_RECORD_FIXTURE=1` they record
+//! `fixtures/claude-code-coding/` (SPEC 9, C5).
+//!
 //! Needs the pinned package installed (`npm ci` in its folder, as `scripts/test` does),
 //! `python3`, Node.js for Playwright MCP and `/usr/bin/chromium`; without them the tests fail
 //! saying what to install.
@@ -30,7 +36,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use agents::{free_port, project, repo, run_limited, Finished, Model, Proxy, Record, Scratch};
+use agents::{
+    free_port, project, repo, run_limited_group, Finished, Model, Proxy, Record, Scratch,
+};
 use serde_json::{json, Value};
 
 const VERSION: &str = "2.1.328";
@@ -112,10 +120,22 @@ fn run_claude(
     guarded: bool,
     setup: &Setup,
 ) -> Finished {
-    let bin = claude_bin();
     let prompt = format!(
         "Order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
     );
+    run_claude_on(scratch, base_url, &prompt, guarded, setup, LIMIT)
+}
+
+/// `claude -p prompt`, as `run_claude` runs it, within `limit`.
+fn run_claude_on(
+    scratch: &Scratch,
+    base_url: &str,
+    prompt: &str,
+    guarded: bool,
+    setup: &Setup,
+    limit: Duration,
+) -> Finished {
+    let bin = claude_bin();
     // Anything not on 127.0.0.1 goes to a closed port: no network beyond this machine.
     let nowhere = format!("http://127.0.0.1:{}", free_port());
     let mut cmd = Command::new(&bin);
@@ -132,11 +152,11 @@ fn run_claude(
         .env("HTTPS_PROXY", &nowhere)
         .env("HTTP_PROXY", &nowhere)
         .env("NO_PROXY", "127.0.0.1,localhost")
-        .args(["-p", &prompt, "--mcp-config"])
+        .args(["-p", prompt, "--mcp-config"])
         .arg(mcp_config(scratch, guarded, setup.playwright))
         .args(["--strict-mcp-config", "--allowedTools", setup.allowed])
         .args(["--output-format", "json", "--no-session-persistence"]);
-    let run = run_limited(cmd, LIMIT, "claude -p");
+    let run = run_limited_group(cmd, limit, "claude -p");
     let leftovers = agents::kill_processes_under(&scratch.dir);
     eprintln!(
         "claude -p took {:.1} s; {leftovers} leftover processes killed",
@@ -856,4 +876,283 @@ fn claude_code_reads_linked_snapshots_back_through_proxy_and_guard() {
         std::fs::create_dir_all(&dir).expect("create the fixture folder");
         std::fs::write(dir.join("order.anthropic.json"), body).expect("write the fixture");
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// A coding agent checking pages between shell and file output (SPEC 9, C5)
+
+/// Playwright MCP 0.0.41 (pages inline), its tools, `Read` and `Bash`.
+const CODING_INLINE: Setup = Setup {
+    playwright: "0.0.41",
+    allowed: "mcp__playwright,Read,Bash",
+};
+
+/// Playwright MCP 0.0.83 (action results link the snapshot file), its tools, `Read` and `Bash`.
+const CODING_READBACK: Setup = Setup {
+    playwright: "0.0.83",
+    allowed: "mcp__playwright,Read,Bash",
+};
+
+/// A coding session makes two to three times the requests of the bare flow (about 20 s here).
+const CODING_LIMIT: Duration = Duration::from_secs(120);
+
+/// Where the coding sessions are recorded (`STALEGUARD_RECORD_FIXTURE=1`).
+const CODING_FIXTURES: &str = "fixtures/claude-code-coding";
+
+/// The least output of other tools (bytes of result text) between two pages of a session.
+const LEAST_BETWEEN: usize = 20_000;
+
+/// A recorded coding session: what Claude Code sent and what the model got, in order, and
+/// Claude Code's final answer.
+struct Coding {
+    sent: Vec<Record>,
+    got: Vec<Record>,
+    answer: String,
+}
+
+/// Runs `claude -p prompt` through the relay, `staleguard proxy` and `staleguard mcp` with
+/// `model.py --coding` (and `model_args`), checks that only pages changed on the way, and
+/// with `STALEGUARD_RECORD_FIXTURE=1` saves the last request Claude Code sent to
+/// `fixtures/claude-code-coding/<name>.anthropic.json`.
+fn coding_session(
+    name: &str,
+    setup: &Setup,
+    model_args: &[&str],
+    prompt: impl Fn(&str) -> String,
+) -> Coding {
+    // Short: Chromium's singleton socket path, under the scratch TMPDIR, must stay under 108 bytes.
+    let scratch = Scratch::new(&format!(
+        "code-{}",
+        name.split('_').next_back().unwrap_or(name)
+    ));
+    let site = mcp::Site::shared();
+    let mut args = vec!["--coding"];
+    args.extend(model_args);
+    let model = Model::script("model.py", &args);
+    let mut proxy = Proxy::start(&scratch, &model.origin());
+    let relay = Model::start(Some(&proxy.origin()));
+    let prompt = prompt(&site.base);
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_claude_on(
+            &scratch,
+            &relay.origin(),
+            &prompt,
+            true,
+            setup,
+            CODING_LIMIT,
+        )
+    }));
+    let sent = messages(relay.requests());
+    // Kept with the scratch folder when the test fails, also when Claude Code did.
+    for (i, s) in sent.iter().enumerate() {
+        std::fs::write(scratch.dir.join(format!("sent-{i:02}.json")), &s.body).expect("write");
+    }
+    let run = run.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let answer = final_answer(&run);
+    let got = forwarded_projections(&scratch, &sent, messages(model.requests()));
+    claude_shapes_pass_through(&sent, &got);
+    // Only pages changed: browser results and snapshot files read back; every file read,
+    // command output and listing reached the model as Claude Code sent it.
+    for (i, (s, g)) in sent.iter().zip(&got).enumerate() {
+        let (s, g) = (s.json(), g.json());
+        let inputs = call_inputs(&s);
+        only_results_changed(&s, &g, i, |r| {
+            is_browser(&r.tool) || reads_snapshot(r, &inputs)
+        });
+    }
+
+    let log = proxy.stop();
+    // Claude Code also counts the tokens of large files it reads (`/v1/messages/count_tokens`).
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" request ") && l.contains(" path=/v1/messages "))
+        .collect();
+    assert_eq!(lines.len(), got.len(), "one log line a request:\n{log}");
+    for line in &lines {
+        assert!(
+            line.contains("format=anthropic") && line.contains("outcome=projected"),
+            "{line}"
+        );
+    }
+    assert!(!log.contains(API_KEY), "the proxy logged the API key");
+
+    let last = sent.last().expect("requests");
+    assert!(
+        !last.body.contains(API_KEY),
+        "the request body holds the API key"
+    );
+    between_pages(&last.json());
+    if std::env::var_os("STALEGUARD_RECORD_FIXTURE").is_some() {
+        let dir = repo().join(CODING_FIXTURES);
+        std::fs::create_dir_all(&dir).expect("create the fixture folder");
+        std::fs::write(dir.join(format!("{name}.anthropic.json")), &last.body)
+            .expect("write the fixture");
+    }
+    Coding { sent, got, answer }
+}
+
+/// The shape of a session: every page (a browser result that shows one, or a snapshot file
+/// read back) and the bytes of other tools' results between it and the next browser call;
+/// each page is followed by `LEAST_BETWEEN` or more before the next page. Printed, and
+/// returned as (tool, page bytes, bytes of other tools after it).
+fn between_pages(body: &Value) -> Vec<(String, usize, usize)> {
+    let inputs = call_inputs(body);
+    let mut pages: Vec<(String, usize, usize)> = Vec::new();
+    let (mut browser, mut other) = (0, 0);
+    for r in tool_results(body) {
+        let page = (is_browser(&r.tool) && (shows_page(&r.text) || r.text.contains("[ref=")))
+            || reads_snapshot(&r, &inputs);
+        if page {
+            pages.push((r.tool.clone(), r.text.len(), 0));
+        } else if is_browser(&r.tool) {
+            browser += r.text.len();
+        } else if let Some(last) = pages.last_mut() {
+            last.2 += r.text.len();
+            other += r.text.len();
+        }
+    }
+    eprintln!(
+        "{} pages ({} bytes), {browser} bytes of browser results without a page, {other} bytes of other tools' results after the first page:",
+        pages.len(),
+        pages.iter().map(|p| p.1).sum::<usize>()
+    );
+    for (n, (tool, size, after)) in pages.iter().enumerate() {
+        eprintln!(
+            "  page {:>2}: {tool} {size} bytes, then {after} bytes of other tools",
+            n + 1
+        );
+    }
+    for (n, (tool, _, after)) in pages.iter().enumerate().take(pages.len().saturating_sub(1)) {
+        assert!(
+            *after >= LEAST_BETWEEN,
+            "page {} ({tool}) is followed by {after} bytes of other tools' output, not {LEAST_BETWEEN}",
+            n + 1
+        );
+    }
+    pages
+}
+
+/// The order flow's end as the model got it: the reused "Place order" refused by the guard,
+/// the page after it showing the one order, neither cancelled nor repeated.
+fn order_refused_once(coding: &Coding) {
+    assert!(
+        coding.answer.contains("WX-1001")
+            && !coding.answer.contains("cancelled")
+            && !coding.answer.contains("WX-1002"),
+        "{}",
+        coding.answer
+    );
+    let last = coding.got.last().expect("requests").json();
+    let results = tool_results(&last);
+    let refusals: Vec<&ToolResult> = results
+        .iter()
+        .filter(|r| r.text.contains(REFUSED))
+        .collect();
+    assert_eq!(refusals.len(), 1, "one refusal");
+    assert!(
+        refusals[0].is_error && refusals[0].tool.ends_with("browser_click"),
+        "{}",
+        refusals[0].text
+    );
+    let page = results
+        .iter()
+        .rfind(|r| r.tool.ends_with("browser_snapshot"))
+        .expect("a browser_snapshot after the refusal");
+    assert!(
+        page.text.contains("Confirmation number: WX-1001"),
+        "{}",
+        page.text
+    );
+    assert!(
+        !page.text.contains("cancelled") && !page.text.contains("WX-1002"),
+        "{}",
+        page.text
+    );
+    eprintln!(
+        "{} requests; the model was told: {}",
+        coding.got.len(),
+        refusals[0].text
+    );
+}
+
+fn order_prompt(site: &str) -> String {
+    format!(
+        "I am changing how the shop's checkout pages are served. Check that the order flow still works: \
+         order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
+    )
+}
+
+/// (a) Claude Code with Playwright MCP 0.0.41 (the page inline in every action result) on the
+/// order flow, the model (`model.py --coding`) running `Bash` (`ls -laR`, `sed -n`, `curl -s`,
+/// doctests) and `Read` of 10-60 KB files after every page; the guard refuses the reused
+/// "Place order". Recorded as `order_inline.anthropic.json`.
+#[test]
+fn claude_code_mixes_shell_output_with_inline_pages() {
+    let coding = coding_session("order_inline", &CODING_INLINE, &[], order_prompt);
+    order_refused_once(&coding);
+    assert!(coding.sent.len() >= 20, "{} requests", coding.sent.len());
+}
+
+/// (b) The same with Playwright MCP 0.0.83: every page the model acts on is read back from
+/// the snapshot file its action result links, with `Read` (`model.py --coding --readback`).
+/// Recorded as `order_readback.anthropic.json`.
+#[test]
+fn claude_code_mixes_shell_output_with_pages_read_back() {
+    let coding = coding_session(
+        "order_readback",
+        &CODING_READBACK,
+        &["--readback"],
+        order_prompt,
+    );
+    order_refused_once(&coding);
+    let last = coding.sent.last().expect("requests").json();
+    let inputs = call_inputs(&last);
+    let reads = tool_results(&last)
+        .iter()
+        .filter(|r| reads_snapshot(r, &inputs))
+        .count();
+    assert!(reads >= 4, "snapshot files read back: {reads}");
+}
+
+/// (c) A longer session on Playwright MCP 0.0.83, every page read back with `Read`: the
+/// 300-row parts catalog (a 60 KB snapshot file) visited three times, the knowledge base's
+/// search, results and two articles between, and 20-90 KB of `Bash` and `Read` output after
+/// every page (one `cat` past Claude Code's 30,000-character limit, which it saves to a file
+/// and sends a 2 KB preview of). Not 0.0.41: Claude Code saves an MCP result over 50,000
+/// characters, such as the catalog's inline snapshot, to a file and sends only a 2 KB preview.
+/// Recorded as `catalog_research.anthropic.json`.
+#[test]
+fn claude_code_revisits_long_pages_between_shell_output() {
+    let coding = coding_session(
+        "catalog_research",
+        &CODING_READBACK,
+        &["--readback"],
+        |site| {
+            format!(
+            "While I fix the price export, look up parts P-0042, P-0137 and P-0300 in the catalog at \
+             {site}/long/catalog.html, and what home batteries cost in the knowledge base at \
+             {site}/research/search.html; tell me the parts' prices and the articles' prices and dates."
+        )
+        },
+    );
+    for row in [
+        "P-0042: Wood screw 60 mm, steel, $9.89",
+        "P-0137: Cabinet handle M6, steel, $20.04",
+        "P-0300: Hex bolt 100 mm, zinc, $3.35",
+    ] {
+        assert!(coding.answer.contains(row), "{row}: {}", coding.answer);
+    }
+    eprintln!("{} requests; answer: {}", coding.got.len(), coding.answer);
+    let last = coding.sent.last().expect("requests").json();
+    let inputs = call_inputs(&last);
+    let visits = tool_results(&last)
+        .iter()
+        .filter(|r| {
+            r.tool.ends_with("browser_navigate")
+                && inputs[&r.call]["url"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with("/long/catalog.html"))
+        })
+        .count();
+    assert_eq!(visits, 3, "the catalog visited three times");
 }

@@ -311,8 +311,37 @@ pub(crate) struct Finished {
 }
 
 /// Runs `cmd` to its end within `limit`, killing it otherwise (and then failing).
-pub(crate) fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Finished {
+pub(crate) fn run_limited(cmd: Command, limit: Duration, what: &str) -> Finished {
+    run_limited_with(cmd, limit, what, false)
+}
+
+/// `run_limited` with `cmd` the leader of a process group of its own, and the whole group
+/// (the tools it ran, the servers it started that stayed in it) killed when it has ended, in
+/// time or not, and when the caller fails.
+pub(crate) fn run_limited_group(cmd: Command, limit: Duration, what: &str) -> Finished {
+    run_limited_with(cmd, limit, what, true)
+}
+
+/// Kills, when it goes, the process group it names (by the leader's process id).
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = Command::new("kill")
+                .args(["-9", "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn run_limited_with(mut cmd: Command, limit: Duration, what: &str, group: bool) -> Finished {
+    use std::os::unix::process::CommandExt;
     let start = Instant::now();
+    if group {
+        cmd.process_group(0);
+    }
     let mut child = Running(
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -320,6 +349,8 @@ pub(crate) fn run_limited(mut cmd: Command, limit: Duration, what: &str) -> Fini
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {what}: {e}")),
     );
+    // Dropped before `child` (declared later): the whole group is killed, then the leader reaped.
+    let _group = Group(group.then(|| child.0.id()));
     let read_all = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut s = String::new();
