@@ -624,7 +624,7 @@ fn stale_refs(request: &str, config: &Config) -> usize {
     let tools = BrowserTools::new(&config.browser_tools);
     let memo = staleguard::Memo::for_request();
     let steps = Session::build(transcript, &tools, &memo);
-    let plan = projection::plan(&steps, config.receipt_max_bytes);
+    let plan = projection::plan(&steps, config.receipt_max_bytes, false);
     let session = Tracker::new(config.max_repeats).replay(&steps, |_, _, _, _| {});
     let mut stale = std::collections::HashSet::new();
     for r in plan.results.iter().filter(|r| r.status != Status::Live) {

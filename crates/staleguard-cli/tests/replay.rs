@@ -88,6 +88,21 @@ fn replay(args: &[&str], sessions: &[PathBuf]) -> Vec<Value> {
     v["sessions"].as_array().unwrap().clone()
 }
 
+/// SPEC 9's targets for a session of pages that are not tiny: staleguard at most 1.10 x
+/// `none` and 1.08 x `newest-only`, history frozen on every turn.
+fn meets_spec_9_targets(session: &Value) {
+    let name = session["session"].as_str().unwrap_or_default();
+    let sg = strategy(session, "staleguard");
+    let vs_none = num(&sg["relative_to_none"]);
+    let vs_newest = num(&sg["relative_to_newest_only"]);
+    assert!(vs_none <= 1.10, "{name}: {vs_none:.3} x none");
+    assert!(vs_newest <= 1.08, "{name}: {vs_newest:.3} x newest-only");
+    assert!(
+        sg["frozen_history_broken"].as_array().unwrap().is_empty(),
+        "{name}: C1 broke"
+    );
+}
+
 fn strategy<'a>(session: &'a Value, name: &str) -> &'a Value {
     session["strategies"]
         .as_array()
@@ -645,7 +660,27 @@ fn a_table_per_session_and_a_summary() {
     );
     assert!(text.contains("x none x newest-only"), "{text}");
     let summary = text.split("summary:").nth(1).expect("a summary");
-    assert_eq!(summary.lines().count(), 2 + sessions.len(), "{summary}");
+    let (table, corpora) = summary
+        .split_once("\nfacts where needed, by corpus\n")
+        .expect("facts by corpus");
+    assert_eq!(
+        table.trim_end().lines().count(),
+        2 + sessions.len(),
+        "{summary}"
+    );
+    // Both sessions are of one corpus, the folder they were read from: 9 facts, all kept.
+    let lines: Vec<&str> = corpora.lines().collect();
+    assert_eq!(
+        lines.iter().filter(|l| !l.is_empty()).count(),
+        2,
+        "{corpora}"
+    );
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        row[..5],
+        ["pwmcp-0.0.41", "2", "9/9", "9/9", "100.0%"],
+        "{corpora}"
+    );
 }
 
 #[test]
@@ -735,7 +770,7 @@ fn real_pages() -> Vec<PathBuf> {
 /// every fact where it is needed. The target of at most 1.08 times `newest-only` on small
 /// pages is not met on every session yet: each miss is named below, with its measured
 /// ratio, so that a change for better or worse shows here. On the real pages the facts are
-/// not all kept yet (20 of 22): each miss is named below too.
+/// not all kept yet (21 of 22): the miss is named below too.
 #[test]
 fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
     // (session, staleguard / newest-only measured when this test was written, +0.005)
@@ -806,14 +841,9 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
     // Chrome DevTools MCP's seven, 3 for the seed session.
     assert_eq!(facts, 4 * 31 + 35 + 3, "facts checked");
     // Large real pages: within 3% of the cheapest projection that keeps only the newest page,
-    // and every fact where it is needed but these (in long sections, cued by no rare word).
-    const FACTS_MISSED: &[(&str, &str)] = &[
-        ("node_url", "Specifies the maximum number of keys to parse"),
-        (
-            "node_os",
-            "may also be returned if the Node.js is built on the Android",
-        ),
-    ];
+    // and every fact where it is needed but this one (a lead-in line, "Currently possible
+    // values are:", whose list of values the model quoted, not the line).
+    const FACTS_MISSED: &[(&str, &str)] = &[("node_os", "Currently possible values are:")];
     let real_facts = repo().join("fixtures/realdocs/facts");
     let real = replay(
         &["--facts-dir", real_facts.to_str().unwrap()],
@@ -893,15 +923,7 @@ fn sessions_of_partial_views_and_data_formats_are_never_dearer() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         for v in replay(&args, &sessions) {
             let name = v["session"].as_str().unwrap().to_string();
-            let sg = strategy(&v, "staleguard");
-            let vs_none = num(&sg["relative_to_none"]);
-            let vs_newest = num(&sg["relative_to_newest_only"]);
-            assert!(vs_none <= 1.10, "{name}: {vs_none:.3} x none");
-            assert!(vs_newest <= 1.08, "{name}: {vs_newest:.3} x newest-only");
-            assert!(
-                sg["frozen_history_broken"].as_array().unwrap().is_empty(),
-                "{name}: C1 broke"
-            );
+            meets_spec_9_targets(&v);
             for fact in v["facts"].as_array().unwrap() {
                 let text = fact["fact"].as_str().unwrap_or_default();
                 if name.contains("find_target") && KNOWN_MISSES.contains(&text) {
@@ -915,4 +937,60 @@ fn sessions_of_partial_views_and_data_formats_are_never_dearer() {
     }
     assert_eq!(checked, 6 + 12 + 6 + 1, "sessions replayed");
     assert!(facts > 40, "{facts} facts checked");
+}
+
+/// Issue 28's corpus: 18 reading tasks over six real documentation sets of different
+/// generators, on three servers (`fixtures/docsets`), two sets held out of every tuning run
+/// (`fixtures/docsets/HELDOUT`). Reports facts where needed per server, tuned and held out
+/// apart (the held-out figure is the one users meet), and holds what is measured today as a
+/// floor, with SPEC 9's cost targets and C1 on every session. OpenAI bodies only: the
+/// Anthropic ones are the same transcripts (BENCHMARKS.md has both).
+#[test]
+fn documentation_sets_keep_facts_where_needed_held_out_reported_apart() {
+    // (server, tuned facts kept, held-out facts kept), of 54 and 27, measured, as floors.
+    const FLOORS: &[(&str, usize, usize)] = &[
+        ("pwmcp-0.0.41", 32, 19),
+        ("pwmcp-0.0.83", 35, 17),
+        ("cdmcp-1.11.0", 33, 14),
+    ];
+    let docsets = repo().join("fixtures/docsets");
+    let held = std::fs::read_to_string(docsets.join("HELDOUT")).expect("HELDOUT");
+    let held: Vec<&str> = held.split_whitespace().collect();
+    assert_eq!(held.len(), 2, "two of the six sets are held out");
+    let facts = docsets.join("facts");
+    for &(server, tuned_floor, held_floor) in FLOORS {
+        let mut sessions: Vec<PathBuf> = std::fs::read_dir(docsets.join(server))
+            .expect("server folder")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+            .collect();
+        sessions.sort();
+        assert_eq!(sessions.len(), 18, "{server}: 18 tasks");
+        let out = replay(&["--facts-dir", facts.to_str().unwrap()], &sessions);
+        let (mut kept, mut all) = ([0usize; 2], [0usize; 2]);
+        for v in &out {
+            let name = v["session"].as_str().unwrap();
+            let set = name.rsplit('/').next().unwrap().split('-').next().unwrap();
+            let split = usize::from(held.contains(&set));
+            meets_spec_9_targets(v);
+            for fact in v["facts"].as_array().unwrap() {
+                assert!(present(fact, "none"), "{name}: {fact} not even in none");
+                all[split] += 1;
+                kept[split] += usize::from(present(fact, "staleguard"));
+            }
+        }
+        eprintln!(
+            "{server}: facts where needed, tuned {}/{}, held out {}/{}",
+            kept[0], all[0], kept[1], all[1]
+        );
+        assert_eq!(all, [54, 27], "{server}: every facts file read");
+        assert!(
+            kept[0] >= tuned_floor,
+            "{server}: tuned {kept:?} < {tuned_floor}"
+        );
+        assert!(
+            kept[1] >= held_floor,
+            "{server}: held out {kept:?} < {held_floor}"
+        );
+    }
 }

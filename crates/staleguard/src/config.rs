@@ -24,11 +24,11 @@ pub struct Config {
     /// Browser results in a row that leave the page fingerprint unchanged before the
     /// session counts as stalled and the model gets guidance (3).
     pub max_repeats: u32,
-    /// Bytes of a receipt line (512); a longer one is cut in the middle, visibly.
+    /// Bytes of a receipt line (200); a longer one is cut in the middle, visibly.
     pub receipt_max_bytes: usize,
     /// Bytes of quote lines on the evidence track (16 KiB).
     pub evidence_max_bytes: usize,
-    /// Quotes on the evidence track (16).
+    /// Quotes on the evidence track (32).
     pub evidence_max_items: usize,
     /// Bytes of one quote (2 KiB): a longer chunk is refused whole, with a notice, never
     /// clipped.
@@ -51,9 +51,9 @@ impl Default for Config {
             evidence_retention: None,
             progress_tracking: None,
             max_repeats: 3,
-            receipt_max_bytes: 512,
+            receipt_max_bytes: 200,
             evidence_max_bytes: 16 * 1024,
-            evidence_max_items: 16,
+            evidence_max_items: 32,
             evidence_max_quote_bytes: 2 * 1024,
             request_budget_bytes: None,
             browser_tools: DEFAULT_BROWSER_TOOLS
@@ -319,8 +319,8 @@ mod tests {
         let c = Config::load(None, env_of(&[])).unwrap();
         assert!(!c.browser_history_compaction);
         assert!(!c.evidence_enabled() && !c.progress_enabled());
-        assert_eq!((c.max_repeats, c.receipt_max_bytes), (3, 512));
-        assert_eq!((c.evidence_max_bytes, c.evidence_max_items), (16384, 16));
+        assert_eq!((c.max_repeats, c.receipt_max_bytes), (3, 200));
+        assert_eq!((c.evidence_max_bytes, c.evidence_max_items), (16384, 32));
         assert_eq!(c.evidence_max_quote_bytes, 2048);
         assert_eq!(c.request_budget_bytes, None);
     }

@@ -111,4 +111,6 @@ pub use transcript::Edit;
 // Kept across requests by a host:
 pub use memo::Memo;
 // The texts staleguard writes into a request, for hosts and tests that recognise them:
-pub use texts::{ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, RECEIPT_TAG, STALE_NOTICE};
+pub use texts::{
+    ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, RECEIPT_TAG, STALE_NOTICE, STALE_WORD,
+};

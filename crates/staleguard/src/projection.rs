@@ -101,23 +101,32 @@ impl Plan {
 }
 
 /// Plans the projection of `session`: every observation before the live page state
-/// collapses to its receipt, and every browser result gets its report.
-pub fn plan(session: &Session<'_>, receipt_max_bytes: usize) -> Plan {
+/// collapses to its receipt, and every browser result gets its report. The first
+/// observation to collapse carries the full stale notice, unless `notice_written` (a
+/// result before the session's first step, or one of its steps, is already collapsed).
+pub fn plan(session: &Session<'_>, receipt_max_bytes: usize, notice_written: bool) -> Plan {
     let live_from = live_start(&session.steps);
     let mut plan = Plan::default();
+    let mut notice_due = !notice_written;
     for (i, step) in session.steps.iter().enumerate() {
         let older = step.outdated || live_from.is_some_and(|start| i < start);
         let collapse = step.tree_kind().is_some() && older;
-        let report = report(
-            session.memo,
-            step,
-            collapse,
-            receipt_max_bytes,
-            &mut plan.edits,
-        );
+        let receipt = Receipt {
+            max_bytes: receipt_max_bytes,
+            notice: notice_due,
+        };
+        let report = report(session.memo, step, collapse, receipt, &mut plan.edits);
+        notice_due &= report.status != Status::Collapsed;
         plan.results.push(report);
     }
     plan
+}
+
+/// How a receipt is written: its byte cap, and whether the full stale notice follows it.
+#[derive(Clone, Copy)]
+struct Receipt {
+    max_bytes: usize,
+    notice: bool,
 }
 
 /// Index (in `steps`) where the live page state starts: the newest observation, or, when
@@ -182,16 +191,14 @@ fn report(
     memo: &Memo,
     step: &Step<'_>,
     collapse: bool,
-    receipt_max_bytes: usize,
+    form: Receipt,
     edits: &mut Vec<Edit>,
 ) -> ResultReport {
     let reading = &step.reading;
     let status = status_of(step, collapse);
     let mut bytes_after = step.text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
-    let receipt = collapse
-        .then(|| receipt_of(memo, step, receipt_max_bytes))
-        .flatten();
+    let receipt = collapse.then(|| receipt_of(memo, step, form)).flatten();
     if let (Some(collapsed), Some(header)) = (receipt, &reading.header) {
         bytes_after = collapsed.len();
         refs_withheld = header.refs;
@@ -222,32 +229,32 @@ fn report(
 }
 
 /// A rendered receipt and what it was rendered for: a collapsed result is collapsed again
-/// on every later turn, nearly always by the same tool under the same config.
+/// on every later turn, nearly always with the same images under the same config.
 struct KeptReceipt {
-    tool: Box<str>,
     images: usize,
     max_bytes: usize,
+    notice: bool,
     text: String,
 }
 
-/// The collapsed form of `step`'s observation, rendered once for its text, tool, images
-/// and bound, and kept in the memo; `None` when it names no page.
-fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> {
+/// The collapsed form of `step`'s observation, rendered once for its text, images, bound
+/// and notice, and kept in the memo; `None` when it names no page.
+fn receipt_of(memo: &Memo, step: &Step<'_>, form: Receipt) -> Option<String> {
     let reading = &step.reading;
     let header = &*named_header(step)?;
-    let (tool, images) = (step.tool, step.images);
+    let images = step.images;
+    let Receipt { max_bytes, notice } = form;
     let render = || {
         let input = receipt::ReceiptInput {
             id: &reading.id,
-            tool,
             header,
             images_dropped: images + header.images,
         };
-        let text = receipt::collapse_with(&input, &reading.verification, max_bytes);
+        let text = receipt::collapse_with(&input, &reading.verification, max_bytes, notice);
         KeptReceipt {
-            tool: tool.into(),
             images,
             max_bytes,
+            notice,
             text,
         }
     };
@@ -260,11 +267,11 @@ fn receipt_of(memo: &Memo, step: &Step<'_>, max_bytes: usize) -> Option<String> 
             context.update(name.as_bytes());
         }
     }
-    context.update(tool.as_bytes());
     context.update(&images.to_le_bytes());
     context.update(&max_bytes.to_le_bytes());
-    let same = |k: &KeptReceipt| (&*k.tool, k.images, k.max_bytes) == (tool, images, max_bytes);
-    let weigh = |k: &KeptReceipt| (RECEIPT_ENTRY_BYTES + k.tool.len() + k.text.capacity()) as u64;
+    context.update(&[u8::from(notice)]);
+    let same = |k: &KeptReceipt| (k.images, k.max_bytes, k.notice) == (images, max_bytes, notice);
+    let weigh = |k: &KeptReceipt| (RECEIPT_ENTRY_BYTES + k.text.capacity()) as u64;
     let at = (step.key, context.digest128());
     let kept = memo.kept(Share::Texts, at, same, render, weigh);
     Some(kept.text.clone())
@@ -307,6 +314,7 @@ mod tests {
     use super::*;
     use crate::adapter::{read_request, RequestFormat};
     use crate::reading::{Depth, Reader};
+    use crate::receipt::{STALE_NOTICE, STALE_WORD};
     use crate::tools::{BrowserTools, DEFAULT_BROWSER_TOOLS};
 
     /// A kept receipt is only reused for the inputs it was rendered for.
@@ -328,25 +336,26 @@ mod tests {
         };
         let session = Session::read(request.transcript(), &tools, reader);
         let step = &session.steps[0];
-        let fresh = |tool: &'static str, images: usize, max: usize| {
+        let form = |max_bytes, notice| Receipt { max_bytes, notice };
+        let fresh = |images: usize, max: usize, notice: bool| {
             let mut alone = step.clone();
-            (alone.tool, alone.images) = (tool, images);
-            receipt_of(&Memo::for_request(), &alone, max)
+            alone.images = images;
+            receipt_of(&Memo::for_request(), &alone, form(max, notice))
         };
         let cases = [
-            ("browser_click", 0, 4096),
-            ("browser_snapshot", 0, 4096),
-            ("browser_click", 2, 4096),
-            ("browser_click", 0, 40),
-            ("browser_click", 0, 4096),
+            (0, 4096, true),
+            (0, 4096, false),
+            (2, 4096, false),
+            (0, 40, false),
+            (0, 4096, true),
         ];
-        for (tool, images, max) in cases {
+        for (images, max, notice) in cases {
             let mut asked = step.clone();
-            (asked.tool, asked.images) = (tool, images);
-            let kept = receipt_of(&memo, &asked, max);
-            let whole = max < 100 || kept.as_deref().is_some_and(|r| r.contains(tool));
-            assert!(whole, "{kept:?}");
-            assert_eq!(kept, fresh(tool, images, max), "{tool} {images} {max}");
+            asked.images = images;
+            let kept = receipt_of(&memo, &asked, form(max, notice));
+            let stale = if notice { STALE_NOTICE } else { STALE_WORD };
+            assert_eq!(kept.as_deref().and_then(|r| r.lines().nth(1)), Some(stale));
+            assert_eq!(kept, fresh(images, max, notice), "{images} {max} {notice}");
         }
     }
 }

@@ -153,6 +153,8 @@ pub struct TreeParts {
     pub chunks: Vec<Piece>,
     /// Indices into `chunks` of the first and last numbered rows of each table.
     pub table_ends: Vec<usize>,
+    /// Indices into `chunks` of headings.
+    pub headings: Vec<usize>,
     /// Every tree line in canonical form (the parse's own vector, shared, not copied).
     pub nodes: Arc<Vec<Node>>,
     /// A digest of `nodes` (depth, marker and hash of every line): what the page
@@ -203,6 +205,7 @@ impl TreeParts {
             + self.chunks.capacity() * size_of::<Piece>()
             + self.chunks.iter().map(own).sum::<usize>()
             + self.table_ends.capacity() * size_of::<usize>()
+            + self.headings.capacity() * size_of::<usize>()
             + self.nodes.capacity() * size_of::<Node>()
             + self.document.as_ref().map_or(0, String::capacity)
             + self.observation_id.as_ref().map_or(0, own)
@@ -270,6 +273,7 @@ impl TreeParts {
             refs,
             chunks,
             table_ends: obs.table_ends,
+            headings: obs.headings,
             digest: crate::fingerprint::digest(&nodes),
             nodes,
             flat,

@@ -8,7 +8,7 @@ use memchr::memmem::Finder;
 
 use crate::failure::{is_verification_line, line_at};
 use crate::refs::neutralise;
-use crate::texts::{self, RECEIPT_TAG, STALE_NOTICE};
+use crate::texts::{self, RECEIPT_TAG, STALE_NOTICE, STALE_WORD};
 
 const MAX_VERIFICATION_LINES: usize = 8;
 const MAX_VERIFICATION_BYTES: usize = 1024;
@@ -67,7 +67,13 @@ fn bracket_line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
         .chain(LINE_BRACKET.find_iter(text.as_bytes()).map(|at| at + 1))
 }
 
-/// True when a result text is already a collapsed observation.
+/// True when a result text is already a collapsed observation: a receipt line, then the
+/// stale notice or its one word.
 pub(crate) fn is_collapsed(text: &str) -> bool {
-    text.starts_with(RECEIPT_TAG) && text.contains(STALE_NOTICE)
+    let mut lines = text.lines();
+    let receipt = lines.next().is_some_and(|l| l.starts_with(RECEIPT_TAG));
+    receipt
+        && lines
+            .next()
+            .is_some_and(|l| l == STALE_NOTICE || l == STALE_WORD)
 }

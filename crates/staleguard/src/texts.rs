@@ -24,10 +24,16 @@
 /// Also how a collapsed observation is recognised, so projection stays idempotent.
 pub const RECEIPT_TAG: &str = "[staleguard receipt]";
 
-/// The fixed stale notice, the line after every receipt in a collapsed observation. Short
-/// (SPEC 9, C4): it is written to the prompt cache once and read on every later turn.
-pub const STALE_NOTICE: &str =
-    "[staleguard] Stale: its refs are not actionable; the newest observation is current.";
+/// The fixed stale notice, the line after the receipt of the oldest collapsed observation
+/// of a request, where it never moves (SPEC 2, SPEC 9 C4). Every later receipt is followed
+/// by [`STALE_WORD`] instead.
+pub const STALE_NOTICE: &str = "[staleguard] Observations marked stale are omitted from this request: their refs are not actionable. The newest observation holds the current controls.";
+
+/// The line after every receipt but the first: the stale notice in a word.
+pub const STALE_WORD: &str = "stale";
+
+/// The visible marker where the middle of a long URL or title in a receipt was cut out.
+pub(crate) const FIELD_CUT_MARKER: &str = "…";
 
 /// The visible marker where the middle of a receipt line over its byte cap was cut out.
 pub(crate) const CUT_MARKER: &str = " …[receipt cut]… ";

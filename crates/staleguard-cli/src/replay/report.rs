@@ -175,6 +175,60 @@ fn summary(replays: &[SessionReplay], out: &mut String) {
             facts_kept(r, "staleguard"),
         );
     }
+    by_corpus(replays, out);
+}
+
+/// Facts where needed and the dearest session, per corpus: the folder a session was read
+/// from (issue 28 reports held-out corpora apart from the ones tuned on).
+fn by_corpus(replays: &[SessionReplay], out: &mut String) {
+    let mut corpora: Vec<(&str, Vec<&SessionReplay>)> = Vec::new();
+    for r in replays {
+        let corpus = r.session.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        match corpora.iter_mut().find(|(c, _)| *c == corpus) {
+            Some((_, rs)) => rs.push(r),
+            None => corpora.push((corpus, vec![r])),
+        }
+    }
+    if corpora
+        .iter()
+        .all(|(_, rs)| rs.iter().all(|r| r.facts.is_empty()))
+    {
+        return;
+    }
+    let width = corpora
+        .iter()
+        .map(|(c, _)| c.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ = writeln!(out, "\nfacts where needed, by corpus");
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>8} {:>11} {:>9} {:>7} {:>18}",
+        "corpus", "sessions", "facts none", "facts sg", "sg %", "max sg/newest-only"
+    );
+    for (corpus, rs) in corpora {
+        let count = |strategy: &str| -> usize {
+            rs.iter()
+                .flat_map(|r| &r.facts)
+                .filter(|f| f.present.iter().any(|(s, p)| *s == strategy && *p))
+                .count()
+        };
+        let all: usize = rs.iter().map(|r| r.facts.len()).sum();
+        let dearest = (rs.iter())
+            .filter_map(|r| r.strategy("staleguard"))
+            .map(|s| s.relative_to_newest_only)
+            .fold(0.0, f64::max);
+        let (none, sg) = (count("none"), count("staleguard"));
+        let share = 100.0 * sg as f64 / all.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "{corpus:<width$} {:>8} {:>11} {:>9} {share:>6.1}% {dearest:>18.3}",
+            rs.len(),
+            format!("{none}/{all}"),
+            format!("{sg}/{all}"),
+        );
+    }
 }
 
 /// Every turn of every strategy of every session.

@@ -65,12 +65,18 @@ impl PageFacts {
             + crate::memo::table_bytes::<u64, u32>(self.frequency.capacity())
     }
 
-    /// The facts of `texts`, whose word hashes are `words`.
-    pub(crate) fn of<'x>(texts: impl Iterator<Item = &'x str>, words: &[Box<[u64]>]) -> PageFacts {
+    /// The facts of `texts`, whose word hashes are `words`; the chunks at `headings` are
+    /// headings, which are no evidence alone (SPEC 3).
+    pub(crate) fn of<'x>(
+        texts: impl Iterator<Item = &'x str>,
+        words: &[Box<[u64]>],
+        headings: &[usize],
+    ) -> PageFacts {
         let mut facts = PageFacts::default();
-        for (text, words) in texts.zip(words) {
+        for (i, (text, words)) in texts.zip(words).enumerate() {
             let number = text.bytes().any(|b| b.is_ascii_digit());
-            let quotable = number || text.split_whitespace().nth(3).is_some();
+            let phrase = number || text.split_whitespace().nth(3).is_some();
+            let quotable = phrase && headings.binary_search(&i).is_err();
             if quotable {
                 for &w in words.iter() {
                     *facts.frequency.entry(w).or_insert(0) += 1;
@@ -111,7 +117,7 @@ impl PageWords {
             tree.chunks.iter().chain(read_backs).map(|c| c.get(text))
         };
         let words: Vec<Box<[u64]>> = chunks().map(word_hashes).collect();
-        let facts = PageFacts::of(chunks(), &words);
+        let facts = PageFacts::of(chunks(), &words, &tree.headings);
         let url = reading.header.as_ref().and_then(|h| h.url.as_deref());
         PageWords {
             bytes: text.len(),
@@ -201,14 +207,20 @@ pub(crate) fn words_with_digits(text: &str) -> impl Iterator<Item = (u64, bool)>
     word_iter(text).map(|w| (word_hash(w), w.bytes().any(|b| b.is_ascii_digit())))
 }
 
-/// A word's hash: 64-bit xxh3 of its lower-cased form, a plural `s` left off (`prices`
-/// asks about `price`), without allocating for ASCII words.
+/// A word's hash: 64-bit xxh3 of its lower-cased Snowball English stem (`tracking` asks
+/// about `tracked`, `prices` about `price`), without allocating for most ASCII words. Words
+/// with digits or signs (`WX-1001`, `$1,140`) are hashed as they are, a plural `s` left off.
 pub(crate) fn word_hash(w: &str) -> u64 {
     let mut buf = [0u8; 64];
     match buf.get_mut(..w.len()) {
         Some(slot) if w.is_ascii() => {
             slot.copy_from_slice(w.as_bytes());
             slot.make_ascii_lowercase();
+            if slot.len() >= 4 && slot.iter().all(u8::is_ascii_lowercase) {
+                // Lower-case ASCII letters are UTF-8.
+                let word = std::str::from_utf8(slot).unwrap_or_default();
+                return xxhash_rust::xxh3::xxh3_64(STEMMER.stem(word).as_bytes());
+            }
             let n = slot.len();
             let plural = n > 4 && slot[n - 1] == b's' && slot[n - 2].is_ascii_alphabetic();
             let plural = plural && slot[n - 2] != b's';
@@ -218,6 +230,9 @@ pub(crate) fn word_hash(w: &str) -> u64 {
         _ => xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()),
     }
 }
+
+static STEMMER: std::sync::LazyLock<rust_stemmers::Stemmer> =
+    std::sync::LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
 
 /// The browser results explicit items ground in.
 #[derive(Debug)]

@@ -20,8 +20,8 @@ use crate::urlnorm::normalise;
 
 use super::candidates::{page_words, Chunk, Fast, Gathered, PageChunks};
 use super::ranking::{
-    is_error_page, model_hash, model_words, page_scores, shown_on, Words, DEFINES, MIN_PAGE_SCORE,
-    RARE_MAX_CHUNKS,
+    idf, is_date_line, is_error_page, model_hash, model_words, page_scores, saturation, shown_on,
+    Words, DATE_LINE, DEFINES, MIN_PAGE_SCORE, MIN_QUESTION_SCORE, MIN_SHARE_OF_BEST, SCALE,
 };
 use super::report::{DropReason, EvidenceItem, Limits, Quote, Selection};
 use super::writing::{line_in, line_of, omitted_notice, quote_of, refused_notice, Block, Written};
@@ -30,8 +30,22 @@ use super::writing::{line_in, line_of, omitted_notice, quote_of, refused_notice,
 /// every byte is read again on every later turn.
 pub(crate) const MAX_QUOTES_PER_PAGE: usize = 5;
 
-/// Bytes of quote text one collapsed page keeps at most.
-pub(crate) const MAX_BYTES_PER_PAGE: usize = 800;
+/// Quotes a page that answers the task in many places keeps at most: its share of the caps
+/// follows how much it answers.
+pub(crate) const MAX_QUOTES_PER_ANSWERING_PAGE: usize = 8;
+
+/// Lines that date a page's content (published, on sale from, revised) one page keeps
+/// besides its quotes.
+const DATE_LINES_PER_PAGE: usize = 2;
+
+/// Bytes of quote text one page or question keeps at most, whatever its quotes.
+const MIN_BYTES_PER_PAGE: usize = 800;
+
+/// Bytes of quote text one collapsed page keeps at most, per quote it may keep.
+pub(crate) const BYTES_PER_PAGE_QUOTE: usize = 160;
+
+/// A chunk scoring this share of its page's best answers the task as well as the best.
+const STRONG_SHARE_OF_BEST: f64 = 0.6;
 
 /// Quotes a follow-up question adds at most.
 pub(crate) const MAX_QUOTES_PER_QUESTION: usize = 3;
@@ -149,7 +163,8 @@ impl Choice {
                         &self.state,
                     );
                     let block = Block::Inside(session.steps[step].item);
-                    self.state.add(chosen, block, self.limits);
+                    let asked = self.task.newest();
+                    self.state.add(chosen, block, self.limits, &asked);
                 }
                 Event::Question { item, target } => {
                     let (asked, index) = index.get_or_insert_with(|| {
@@ -168,7 +183,7 @@ impl Choice {
                             &self.state,
                         );
                         let block = Block::Appended(session.steps[target].item);
-                        self.state.add(chosen, block, self.limits);
+                        self.state.add(chosen, block, self.limits, question);
                     }
                 }
             }
@@ -230,6 +245,13 @@ pub(crate) struct Task {
 }
 
 impl Task {
+    /// The words of the newest user message so far.
+    fn newest(&self) -> Words {
+        self.texts
+            .last()
+            .map_or_else(Words::default, |t| Words::of(t))
+    }
+
     fn words(&mut self) -> &Words {
         for text in self.texts.get(self.read..).unwrap_or_default() {
             self.words.add(text);
@@ -422,10 +444,12 @@ impl Chosen {
             .any(|k| *k.key == *chunk.key && k.quote.quote.contains(chunk.text))
     }
 
-    /// Adds `chosen` in `block`; when the caps would be passed, the oldest quotes go until
-    /// at most half the caps are used (C3), so the cached prefix breaks rarely, at one place.
-    /// The new block's own quotes stay, as many as the caps allow.
-    fn add(&mut self, chosen: Picked<'_>, block: Block, limits: Limits) {
+    /// Adds `chosen` in `block`. When the caps would be passed, quotes go (C3): first those
+    /// that answer nothing of the newest user message (`asked`), oldest first, until at most
+    /// half the caps are used, so the cached prefix breaks rarely, at one place; then, while
+    /// still over the caps, a kept quote goes only for a new one that answers `asked`
+    /// better, and otherwise the new one waits.
+    fn add(&mut self, chosen: Picked<'_>, block: Block, limits: Limits, asked: &Words) {
         self.refused
             .extend(chosen.refused.iter().map(|c| (block, quote_of(c))));
         let first_new = self.kept.len();
@@ -448,17 +472,65 @@ impl Chosen {
         if self.kept.len() == first_new || !over(&self.kept, limits.max_items, limits.max_bytes) {
             return;
         }
-        let (half_items, half_bytes) = (limits.max_items / 2, limits.max_bytes / 2);
-        let mut dropped = 0;
-        while dropped < first_new && over(&self.kept[dropped..], half_items, half_bytes) {
-            dropped += 1;
-        }
-        let lowest = self.kept[..dropped].iter().map(|k| k.block.item()).min();
+        let gone = self.make_room(first_new, limits, asked);
+        let dropped = gone.iter().take(first_new).filter(|g| **g).count();
+        let lowest = (self.kept.iter().zip(&gone).take(first_new))
+            .filter(|(_, g)| **g)
+            .map(|(k, _)| k.block.item())
+            .min();
         self.lowest_drop = self.lowest_drop.into_iter().chain(lowest).min();
-        self.kept.drain(..dropped);
+        let mut gone = gone.into_iter();
+        self.kept.retain(|_| !gone.next().unwrap_or(false));
         if dropped > 0 {
             self.dropped.push((block, dropped));
         }
+    }
+
+    /// Which quotes go, by index, when the quotes from `first_new` on pass the caps (see
+    /// [`add`](Self::add)).
+    fn make_room(&self, first_new: usize, limits: Limits, asked: &Words) -> Vec<bool> {
+        let mut gone = vec![false; self.kept.len()];
+        let used = |gone: &[bool]| {
+            (self.kept.iter().zip(gone))
+                .filter(|(_, g)| !**g)
+                .fold((0, 0), |(n, b), (k, _)| (n + 1, b + k.line.len() + 1))
+        };
+        let over = |gone: &[bool], items: usize, bytes: usize| {
+            let (n, b) = used(gone);
+            n > items || b > bytes
+        };
+        // Least useful first; among equals, the oldest (the lowest index).
+        let useful = |i: usize| (answers(&self.kept[i].quote.quote, asked), i);
+        let mut old: Vec<(u32, usize)> = (0..first_new).map(useful).collect();
+        old.sort_unstable();
+        let mut new: Vec<(u32, usize)> = (first_new..self.kept.len()).map(useful).collect();
+        new.sort_unstable();
+        let (half_items, half_bytes) = (limits.max_items / 2, limits.max_bytes / 2);
+        let mut old = old.into_iter().peekable();
+        while let Some(&(0, i)) = old.peek() {
+            if !over(&gone, half_items, half_bytes) {
+                break;
+            }
+            gone[i] = true;
+            old.next();
+        }
+        let mut new = new.into_iter().peekable();
+        while over(&gone, limits.max_items, limits.max_bytes) {
+            let Some(&(answer, waits)) = new.peek() else {
+                break;
+            };
+            match old.peek() {
+                Some(&(kept, i)) if kept < answer => {
+                    gone[i] = true;
+                    old.next();
+                }
+                _ => {
+                    gone[waits] = true;
+                    new.next();
+                }
+            }
+        }
+        gone
     }
 
     /// The blocks to write, with the first `keep` quotes (in request order); the rest are
@@ -553,6 +625,18 @@ pub(crate) fn over(kept: &[Kept], items: usize, bytes: usize) -> bool {
     kept.len() > items || kept.iter().map(|k| k.line.len() + 1).sum::<usize>() > bytes
 }
 
+/// How well `quote` answers a user message whose words are `asked`: the asked words it
+/// holds, a number or identifier counting twice.
+fn answers(quote: &str, asked: &Words) -> u32 {
+    let words = super::candidates::word_hashes(quote);
+    let weight = |w: &u64| match asked.0.get(w) {
+        Some(true) => 2,
+        Some(false) => 1,
+        None => 0,
+    };
+    words.iter().map(weight).sum()
+}
+
 /// What one page or question picked: the quotes, and the chunks refused whole.
 pub(crate) struct Picked<'t> {
     chunks: Vec<Chunk<'t>>,
@@ -590,11 +674,15 @@ pub(crate) fn choose_for_page<'t>(
         return Picked::none();
     }
     let context_key = (u128::from(context.task_hash) << 64)
-        | u128::from(model_hash(transcript, page.item, at.until));
+        | u128::from(model_hash(
+            transcript,
+            read_from(session, at.step),
+            at.until,
+        ));
     let memo = session.memo;
     let all = PageChunks::of(memo, page);
     let score = || -> Vec<u32> {
-        let model = model_words(transcript, page.item, at.until);
+        let model = model_words(transcript, read_from(session, at.step), at.until);
         page_scores(memo, page, task.words(), &model)
     };
     let at = (page.key, context_key);
@@ -604,11 +692,25 @@ pub(crate) fn choose_for_page<'t>(
     let scores = memo.kept(Share::Small, at, same, score, weigh);
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
+    let quotable = |i: usize| all.get(i).is_some_and(|c| c.facts.quotable);
+    let best_score = (scores.iter().enumerate())
+        .filter(|(i, _)| quotable(*i))
+        .map(|(_, s)| *s)
+        .max()
+        .unwrap_or(0);
+    let min = MIN_PAGE_SCORE.max((f64::from(best_score) * MIN_SHARE_OF_BEST) as u32);
+    // The first and last numbered rows of a table qualify whatever the best chunk scores
+    // ("the last part in the list" names no word of the row), and so do lines that date the
+    // page's content, which `best` keeps besides the page's quotes.
+    let qualifies = |c: &Chunk<'_>, s: u32| {
+        s >= min || is_date_line(c.text, c.facts.date) || (c.candidate && s >= MIN_PAGE_SCORE)
+    };
     let mut chunks: Vec<(Chunk<'t>, u32)> = scores
         .iter()
         .enumerate()
-        .filter(|(_, s)| **s >= MIN_PAGE_SCORE)
+        .filter(|(_, s)| **s >= DATE_LINE)
         .filter_map(|(i, s)| Some((all.get(i)?, *s)))
+        .filter(|(c, s)| qualifies(c, *s))
         .filter(|(c, _)| c.facts.quotable && c.text != title)
         .filter(|(c, _)| !context.furniture.has(c))
         .collect();
@@ -616,7 +718,33 @@ pub(crate) fn choose_for_page<'t>(
         let shown = shown_on(memo, next);
         chunks.retain(|(c, _)| !shown.contains(&c.facts.hash));
     }
-    best(chunks, MIN_PAGE_SCORE, MAX_QUOTES_PER_PAGE, state)
+    let strong = (f64::from(best_score) * STRONG_SHARE_OF_BEST) as u32;
+    let answering = chunks.iter().filter(|(_, s)| *s >= strong).count();
+    let max = answering.clamp(MAX_QUOTES_PER_PAGE, MAX_QUOTES_PER_ANSWERING_PAGE);
+    best(chunks, DATE_LINE, max, state, true)
+}
+
+/// Where the model began reading the page of step `at`: the first of the results right
+/// before it that showed the same URL. Its text was read there first, so what the model
+/// wrote since may repeat it, though a later snapshot of the page was the one to collapse.
+fn read_from(session: &Session<'_>, at: usize) -> usize {
+    let steps = &session.steps;
+    let url = |i: usize| {
+        let header = steps.get(i)?.reading.header.as_ref()?;
+        header.url.as_deref()
+    };
+    let Some(page) = url(at) else {
+        return steps.get(at).map_or(0, |s| s.item);
+    };
+    let mut first = at;
+    for i in (0..at).rev() {
+        match url(i) {
+            Some(u) if u == page => first = i,
+            Some(_) => break,
+            None => {}
+        }
+    }
+    steps.get(first).map_or(0, |s| s.item)
 }
 
 /// A collapsed page: its step, the step that superseded it, and that step's transcript item.
@@ -632,6 +760,9 @@ pub(crate) struct Page {
 pub(crate) struct Index<'t> {
     chunks: Vec<(usize, Chunk<'t>)>,
     postings: HashMap<u64, Vec<usize>, Fast>,
+    /// Per collapsed step, in order: the quotable chunks and their words up to and with it,
+    /// what BM25 counts its frequencies and lengths against.
+    totals: Vec<(usize, usize, usize)>,
 }
 
 /// The words of the request's questions, each question's and all of them: the only words
@@ -666,6 +797,7 @@ impl<'t> Index<'t> {
         let mut index = Index {
             chunks: Vec::new(),
             postings: HashMap::default(),
+            totals: Vec::new(),
         };
         let collapsed = session
             .steps
@@ -693,6 +825,14 @@ impl<'t> Index<'t> {
             // The asked words this page's quotable chunks hold: few, so each chunk's words
             // are matched against a short list instead of the request's whole set.
             let frequency = &words.facts.frequency;
+            let (mut chunks, mut lengths) = index.totals.last().map_or((0, 0), |t| (t.1, t.2));
+            for (f, w) in words.facts.chunks.iter().zip(&words.words) {
+                if f.quotable {
+                    chunks += 1;
+                    lengths += w.len();
+                }
+            }
+            index.totals.push((i, chunks, lengths));
             let hits: Vec<u64> = if asked.len() <= frequency.len() {
                 asked
                     .iter()
@@ -751,71 +891,72 @@ pub(crate) fn choose_for_question<'t>(
     state: &Chosen,
 ) -> Picked<'t> {
     let before = |&at: &usize| index.chunks.get(at).is_some_and(|(step, _)| *step < target);
-    // Each word of the question, with the candidate chunks that hold it.
-    let mut scores: HashMap<usize, u32, Fast> = HashMap::default();
+    // Steps are indexed in order: those before `target` are a prefix.
+    let totals = &index.totals[..index.totals.partition_point(|t| t.0 < target)];
+    let (n, lengths) = totals.last().map_or((0, 0), |t| (t.1, t.2));
+    let avg = lengths as f64 / n.max(1) as f64;
+    // BM25 of each candidate chunk against the question's words.
+    let mut scores: HashMap<usize, f64, Fast> = HashMap::default();
+    let mut defines: HashMap<usize, u32, Fast> = HashMap::default();
     for (&w, &digit) in &question.0 {
-        // Chunks are indexed in step order: those before `target` are a prefix.
         let postings: &[usize] = index
             .postings
             .get(&w)
             .map_or(&[], |p| &p[..p.partition_point(before)]);
-        if postings.len() <= RARE_MAX_CHUNKS {
-            for &at in postings {
-                *scores.entry(at).or_default() += if digit { 6 } else { 2 };
-            }
-            continue;
+        let weight = idf(postings.len(), n) / idf(1, n) * if digit { 2.0 } else { 1.0 };
+        for &at in postings {
+            *scores.entry(at).or_default() += weight;
         }
-        // A word in a few more chunks still names the one that starts with it: a parameter
-        // list's "sep <string> The substring used to delimit ..." defines `sep`.
-        if postings.len() <= 2 * RARE_MAX_CHUNKS {
-            let defines = |at: &usize| {
-                index.chunks.get(*at).is_some_and(|(_, c)| {
-                    super::candidates::words_with_digits(c.text)
-                        .next()
-                        .map(|(h, _)| h)
-                        == Some(w)
-                })
-            };
-            for at in postings.iter().filter(|at| defines(at)) {
-                *scores.entry(*at).or_default() += DEFINES;
-            }
+        // A chunk that starts with the word defines it: a parameter list's "sep <string>
+        // The substring used to delimit ...".
+        let starts_with = |at: &&usize| {
+            index.chunks.get(**at).is_some_and(|(_, c)| {
+                super::candidates::words_with_digits(c.text)
+                    .next()
+                    .map(|(h, _)| h)
+                    == Some(w)
+            })
+        };
+        for &at in postings.iter().filter(starts_with) {
+            *defines.entry(at).or_default() += DEFINES;
         }
     }
     if scores.is_empty() {
         return Picked::none();
     }
     let live = shown_on(session.memo, &session.steps[target]);
-    let candidates: Vec<Chunk<'t>> = scores
-        .keys()
-        .filter_map(|&at| index.chunks.get(at))
-        .filter(|(_, c)| !live.contains(&c.facts.hash) && !furniture.has(c))
-        .map(|(_, c)| c.clone())
-        .collect();
-    let score = |c: &Chunk<'_>| {
-        let matched: u32 = c.words.iter().map(|&w| question.weight(w, 2, 6)).sum();
-        matched + u32::from(c.facts.number)
-    };
-    let mut candidates = candidates;
-    // In page order, so ties break the same way on every run.
-    candidates.sort_by(|a, b| (a.position, a.text).cmp(&(b.position, b.text)));
-    let scored = candidates
-        .into_iter()
-        .map(|c| {
-            let s = score(&c);
-            (c, s)
+    let mut candidates: Vec<(Chunk<'t>, u32)> = scores
+        .iter()
+        .filter_map(|(&at, &bm25)| {
+            let (_, c) = index.chunks.get(at)?;
+            let matched = bm25 * saturation(c.words.len(), avg) * SCALE;
+            let extra = defines.get(&at).copied().unwrap_or(0) + 10 * u32::from(c.facts.number);
+            Some((c.clone(), matched.round() as u32 + extra))
         })
+        .filter(|(c, _)| !live.contains(&c.facts.hash) && !furniture.has(c))
         .collect();
-    best(scored, 2, MAX_QUOTES_PER_QUESTION, state)
+    // In page order, so ties break the same way on every run.
+    candidates.sort_by(|(a, _), (b, _)| (a.position, a.text).cmp(&(b.position, b.text)));
+    best(
+        candidates,
+        MIN_QUESTION_SCORE,
+        MAX_QUOTES_PER_QUESTION,
+        state,
+        false,
+    )
 }
 
 /// The `max` best chunks scoring at least `min`, not written yet, within the per-page bytes,
 /// in page order; chunks over the per-quote limit that rank among them are refused whole.
-/// Ties go to the newer page, then to page order: deterministic.
+/// Ties go to the newer page, then to page order: deterministic. With `dated`, short lines
+/// that date the page's content are kept besides, up to two in all: an answer cites when
+/// what it quotes was published.
 pub(crate) fn best<'t>(
     chunks: Vec<(Chunk<'t>, u32)>,
     min: u32,
     max: usize,
     state: &Chosen,
+    dated: bool,
 ) -> Picked<'t> {
     let (chunks, scores): (Vec<Chunk<'t>>, Vec<u32>) = chunks.into_iter().unzip();
     let mut ranked: Vec<(u32, usize)> = scores
@@ -831,7 +972,7 @@ pub(crate) fn best<'t>(
     });
     let (mut chosen, mut refused): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     let mut bytes = 0;
-    for (_, i) in ranked {
+    for &(_, i) in &ranked {
         let c = &chunks[i];
         let inside = chosen
             .iter()
@@ -844,7 +985,8 @@ pub(crate) fn best<'t>(
             continue;
         }
         // The page's first quote may take up to the per-quote limit.
-        if bytes > 0 && bytes + c.text.len() > MAX_BYTES_PER_PAGE {
+        if bytes > 0 && bytes + c.text.len() > (max * BYTES_PER_PAGE_QUOTE).max(MIN_BYTES_PER_PAGE)
+        {
             continue;
         }
         bytes += c.text.len();
@@ -852,6 +994,16 @@ pub(crate) fn best<'t>(
         if chosen.len() == max {
             break;
         }
+    }
+    if dated {
+        let date = |i: &usize| is_date_line(chunks[*i].text, chunks[*i].facts.date);
+        let have = chosen.iter().filter(|i| date(i)).count();
+        let more: Vec<usize> = (ranked.iter().map(|(_, i)| *i))
+            .filter(|i| date(i) && !chosen.contains(i))
+            .filter(|i| chunks[*i].text.len() <= state.max_quote_bytes)
+            .take(DATE_LINES_PER_PAGE.saturating_sub(have))
+            .collect();
+        chosen.extend(more);
     }
     chosen.sort_unstable();
     let mut chunks: Vec<Option<Chunk<'t>>> = chunks.into_iter().map(Some).collect();

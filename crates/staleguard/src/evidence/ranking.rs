@@ -1,6 +1,6 @@
-//! How chunks are weighed: the rare words they share with the user's task and with what the
-//! model wrote and did after reading them, their place on the page, and the section a URL
-//! names. The next issue changes how quotes are ranked: it changes this file.
+//! How chunks are weighed: BM25 over a page's chunks, with the user's words and what the
+//! model wrote and did after reading the page as the query (rare words weigh most, a long
+//! chunk needs more of them), their place on the page, and the section a URL names.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,31 +8,59 @@ use crate::memo::Memo;
 use crate::session::Step;
 use crate::transcript::{Item, Role, Transcript};
 
-use super::candidates::{chunks_of, page_words, words_with_digits, Chunk, Fast};
+use super::candidates::{chunks_of, page_words, word_hash, words_with_digits, Chunk, Fast};
 
 /// Chunks up to this many bytes are labels, cells and values: short facts.
 pub(crate) const SHORT_FACT: usize = 64;
 
-/// What a chunk that starts with a word of a follow-up question scores for it: the chunk
-/// defines the word.
-pub(crate) const DEFINES: u32 = 4;
+/// Scores are BM25 times this, as integers: thresholds and ties are exact.
+pub(crate) const SCALE: f64 = 20.0;
 
-/// Words in more chunks of the pages ranked than this single nothing out.
-pub(crate) const RARE_MAX_CHUNKS: usize = 3;
+/// What a chunk that starts with a word of a follow-up question scores for it besides its
+/// BM25: the chunk defines the word (a parameter list's "sep The substring used to ...").
+pub(crate) const DEFINES: u32 = 20;
 
-/// The score a chunk of a collapsed page needs to be quoted: about two rare words of the
-/// task, or one number or identifier it names.
-pub(crate) const MIN_PAGE_SCORE: u32 = 6;
+/// The score a chunk of a collapsed page needs to be quoted, at least: a word of the task
+/// or of the model's that the page does not repeat everywhere.
+pub(crate) const MIN_PAGE_SCORE: u32 = 15;
 
-/// `weight`, shared among the `df` chunks that hold the word: a word on every line of a
-/// page singles nothing out.
-pub(crate) fn rarity(weight: u32, df: usize) -> u32 {
-    match df {
-        0 => 0,
-        df if df > 2 * RARE_MAX_CHUNKS => 0,
-        df => weight / df as u32,
-    }
+/// The share of a page's best score a chunk needs besides: on a page that answers the
+/// task well, a chunk that shares one common word with it is noise.
+pub(crate) const MIN_SHARE_OF_BEST: f64 = 0.3;
+
+/// The score of a short line that dates what the page reports (`Published 12 November
+/// 2024.`, `Document revision C, 28 January 2025.`): quoted when a page has room left, after
+/// every chunk that answers the task.
+pub(crate) const DATE_LINE: u32 = 1;
+
+/// The score a chunk needs to answer a follow-up question.
+pub(crate) const MIN_QUESTION_SCORE: u32 = 15;
+
+/// BM25's saturation and length normalisation, at their usual values.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// BM25's inverse document frequency of a word in `df` of `n` chunks. Callers divide it by
+/// the rarest word's, so that a word found in one chunk weighs 1 on a page of 5 chunks as on
+/// a page of 5,000, and thresholds hold on both.
+pub(crate) fn idf(df: usize, n: usize) -> f64 {
+    let (df, n) = (df.max(1) as f64, n.max(1) as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
+
+/// BM25's weight of a word found in a chunk of `len` words, where chunks average `avg`.
+pub(crate) fn saturation(len: usize, avg: f64) -> f64 {
+    (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * len as f64 / avg.max(1.0)))
+}
+
+/// Words too common in questions to single out a chunk.
+const STOP_WORDS: &[&str] = &[
+    "about", "after", "all", "also", "and", "any", "are", "but", "can", "did", "does", "doing",
+    "for", "from", "get", "had", "has", "have", "how", "into", "its", "just", "may", "more", "not",
+    "now", "one", "our", "out", "see", "should", "some", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "use", "was", "way", "were", "what", "when", "where",
+    "which", "while", "who", "why", "will", "with", "would", "you", "your",
+];
 
 /// Words of context, each with whether it holds a digit.
 #[derive(Default, Clone)]
@@ -48,6 +76,9 @@ impl Words {
                 self.0.insert(w, digit);
             }
         }
+        for stop in STOP_HASHES.iter() {
+            self.0.remove(stop);
+        }
     }
 
     pub(crate) fn of(text: &str) -> Words {
@@ -55,17 +86,10 @@ impl Words {
         words.add(text);
         words
     }
-
-    /// The weight of word `w` in this context: a number or an identifier singles a fact
-    /// out far better than a plain word.
-    pub(crate) fn weight(&self, w: u64, plain: u32, digits: u32) -> u32 {
-        match self.0.get(&w) {
-            Some(true) => digits,
-            Some(false) => plain,
-            None => 0,
-        }
-    }
 }
+
+static STOP_HASHES: std::sync::LazyLock<Vec<u64>> =
+    std::sync::LazyLock::new(|| STOP_WORDS.iter().map(|w| word_hash(w)).collect());
 
 /// A whitespace-free piece of text up to the URL in it, if any (`{"url":"http://a/b"}`
 /// keeps `{"url":"`).
@@ -128,51 +152,77 @@ pub(crate) fn model_hash(transcript: &Transcript<'_>, from: usize, until: usize)
 }
 
 /// The score of every chunk of `page` against the user's `task` and what the `model` wrote
-/// and did after reading it: the rare words it shares with them, the first and last rows
-/// of a table, the section the URL points at, dates, short facts with numbers.
+/// and did after reading it: BM25 over the page's quotable chunks, the first and last rows
+/// of a table, the section the URL points at, short facts with numbers.
 pub(crate) fn page_scores(memo: &Memo, page: &Step<'_>, task: &Words, model: &Words) -> Vec<u32> {
     let header = page.reading.header.as_ref();
     let url = header.and_then(|h| h.url.as_deref()).unwrap_or("");
     let section = section_of(url, chunks_of(memo, page).map(|c| c.text));
-    let frequency = &page_words(memo, page).facts.frequency;
-    // One lookup per word of the page: the task's and the model's weights, summed. Few
-    // words of a page are in either, and only those need their page frequency.
-    let mut weights: HashMap<u64, u32, Fast> = HashMap::default();
-    for (words, plain, digits) in [(task, 4, 12), (model, 2, 8)] {
+    let words = page_words(memo, page);
+    let facts = &words.facts;
+    let quotable = || {
+        facts
+            .chunks
+            .iter()
+            .zip(&words.words)
+            .filter(|(f, _)| f.quotable)
+    };
+    let n = quotable().count();
+    let avg = quotable().map(|(_, w)| w.len()).sum::<usize>() as f64 / n.max(1) as f64;
+    // One lookup per word of the page: the task's and the model's weights times the word's
+    // idf, summed. Few words of a page are in either.
+    let mut weights: HashMap<u64, f64, Fast> = HashMap::default();
+    for (words, plain, digits) in [(task, 1.0, 2.0), (model, 0.6, 1.5)] {
         for (&w, &digit) in &words.0 {
-            *weights.entry(w).or_default() += if digit { digits } else { plain };
+            let df = facts.frequency.get(&w).copied().unwrap_or(0) as usize;
+            if df == 0 {
+                continue;
+            }
+            let idf = idf(df, n) / idf(1, n);
+            *weights.entry(w).or_default() += idf * if digit { digits } else { plain };
         }
     }
     let score = |(i, c): (usize, Chunk<'_>)| {
-        let matched: u32 = c
-            .words
-            .iter()
-            .filter_map(|w| Some((*weights.get(w)?, w)))
-            .map(|(weight, w)| rarity(weight, frequency.get(w).copied().unwrap_or(0) as usize))
-            .sum();
-        // The first and last rows of a table, the section the URL points at (what the
-        // agent went there to read) and dates are candidates of their own.
+        let bm25: f64 = c.words.iter().filter_map(|w| weights.get(w)).sum::<f64>()
+            * saturation(c.words.len(), avg);
+        let matched = (bm25 * SCALE).round() as u32;
+        // The first and last rows of a table and the section the URL points at (what the
+        // agent went there to read) are candidates of their own.
         let end = if section.contains(&i) {
             MIN_PAGE_SCORE
         } else if c.candidate {
-            MIN_PAGE_SCORE - 1
+            MIN_PAGE_SCORE / 2
         } else {
             0
         };
-        let date = if c.facts.date { MIN_PAGE_SCORE - 1 } else { 0 };
-        if matched + end + date == 0 {
-            return 0;
+        if matched + end == 0 {
+            return u32::from(is_date_line(c.text, c.facts.date)) * DATE_LINE;
         }
-        // A long paragraph matches many words; a short fact with a number is worth as much.
+        // A short fact with a number is worth as much as a long paragraph.
         let number = c.facts.number;
         let short = if c.text.len() <= SHORT_FACT && number {
-            2
+            10
         } else {
             0
         };
-        matched.min(2 * MIN_PAGE_SCORE) + end + date + short + u32::from(number)
+        matched + end + short + 5 * u32::from(number)
     };
     chunks_of(memo, page).enumerate().map(score).collect()
+}
+
+/// A short line that dates the page's content: not a footer's "Last updated" or copyright
+/// date, which every page of a site repeats and says nothing about the content.
+pub(crate) fn is_date_line(text: &str, date: bool) -> bool {
+    const SITE_DATES: &[&str] = &[
+        "updated",
+        "modified",
+        "copyright",
+        "©",
+        "generated",
+        "built",
+    ];
+    let lower = || text.to_ascii_lowercase();
+    date && text.len() <= 80 && !SITE_DATES.iter().any(|w| lower().contains(w))
 }
 
 /// The hashes of the texts `step`'s page shows: what is still there needs no quote.

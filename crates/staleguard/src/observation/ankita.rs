@@ -40,6 +40,12 @@ impl ObservationFormat for Ankita {
         NAME
     }
 
+    /// The text before `Current snapshot:` reports steps the single `browser` call names
+    /// only as a batch.
+    fn action_in_call(&self) -> bool {
+        false
+    }
+
     fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
         let mut it = lines(text);
         let sep = it.find(|l| SEPARATORS.contains(&l.text.trim_end()))?;

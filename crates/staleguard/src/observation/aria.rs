@@ -108,10 +108,14 @@ pub fn parse_lines<'a>(
         let indent = line.len() - body.len();
         blocks.close_at(indent, obs);
         let before = obs.chunks.len();
+        parser.links_are_text = blocks.in_block();
         parser.body(indent, body, obs);
         blocks.open(indent, body, before, obs);
     }
     blocks.close_all(obs);
+    // A table's header row is noted when the table closes, after the headings inside it.
+    obs.headings.sort_unstable();
+    obs.headings.dedup();
     parser.stats
 }
 
@@ -143,16 +147,49 @@ const BLOCK_ROLES: &[&str] = &[
 /// Roles that hold rows: their first and last rows with numbers are candidates of their own.
 const TABLE_ROLES: &[&str] = &["table", "grid", "treegrid"];
 
+/// What a block is to a reader, where it matters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    /// A table row: the table notes it.
+    Row,
+    /// A cell: its link names are its text.
+    Cell,
+    /// A heading or caption: a label, no evidence alone.
+    Label,
+    /// A description list's term: read with the definition after it.
+    Term,
+    /// A description list's definition: read after its term.
+    Definition,
+    /// A paragraph, list item, quote.
+    Text,
+}
+
+impl BlockKind {
+    fn of(role: &str) -> BlockKind {
+        match role {
+            "row" => BlockKind::Row,
+            "cell" | "gridcell" => BlockKind::Cell,
+            "heading" | "caption" => BlockKind::Label,
+            "term" => BlockKind::Term,
+            "definition" => BlockKind::Definition,
+            _ => BlockKind::Text,
+        }
+    }
+}
+
 /// A node whose children are being read.
 enum Frame {
-    /// A block: its indent, the index of its first chunk, and whether it is a row. When it
-    /// closes, the chunks its children gave become one chunk, joined in reading order, so no
-    /// sentence loses its number to a `strong` child.
+    /// A block: its indent, the index of its first chunk, whether it is a row or a cell.
+    /// When it closes, the chunks its children gave become one chunk, joined in reading
+    /// order, so no sentence loses its number to a `strong` child or a link's name.
     Block {
         indent: usize,
         first: usize,
-        row: bool,
+        kind: BlockKind,
     },
+    /// A node that gave its name as a chunk (a heading, a row, a link in a sentence): its
+    /// children's text repeats the name, so it is left out when the node closes.
+    Named { indent: usize, at: usize },
     /// A table: its indent and the chunks of its rows.
     Table { indent: usize, rows: Vec<usize> },
 }
@@ -160,23 +197,44 @@ enum Frame {
 impl Frame {
     fn indent(&self) -> usize {
         match self {
-            Frame::Block { indent, .. } | Frame::Table { indent, .. } => *indent,
+            Frame::Block { indent, .. }
+            | Frame::Named { indent, .. }
+            | Frame::Table { indent, .. } => *indent,
         }
     }
 }
 
-/// The blocks and tables the parser is inside of.
+/// The blocks and tables the parser is inside of, and which chunks are link names: a
+/// block of link names alone is a link list (navigation, a table of contents), no text.
 #[derive(Default)]
-struct Blocks(Vec<Frame>);
+struct Blocks {
+    frames: Vec<Frame>,
+    /// Indices of chunks that are link names, ascending.
+    links: Vec<usize>,
+    /// The chunk of the last term read, which the definition right after it joins.
+    term: Option<usize>,
+}
 
 impl Blocks {
+    /// True when a line now would be read inside a block: a link's name there is part of
+    /// a sentence.
+    fn in_block(&self) -> bool {
+        self.frames.iter().rev().find_map(|f| match f {
+            Frame::Block { .. } => Some(true),
+            Frame::Table { .. } => Some(false),
+            Frame::Named { .. } => None,
+        }) == Some(true)
+    }
+
     /// Opens a block when `body` (a line without its `indent`) is a block node whose text
-    /// is in its children, or a table; notes a named row. `first` is the number of chunks
-    /// before the line.
-    fn open(&mut self, indent: usize, body: &str, first: usize, obs: &Observation<'_>) {
+    /// is in its children, or a table; notes a named row, a heading and a link's name.
+    /// `first` is the number of chunks before the line.
+    fn open(&mut self, indent: usize, body: &str, first: usize, obs: &mut Observation<'_>) {
         let Some(rest) = body.strip_prefix("- ") else {
             return;
         };
+        let rest = rest.strip_prefix("<changed> ").unwrap_or(rest);
+        let rest = rest.strip_prefix('\'').unwrap_or(rest);
         let has_children = trim_end(rest).ends_with(':');
         let gave_text = obs.chunks.len() > first;
         // Most lines are leaves that gave no text: nothing opens, no role to read.
@@ -188,28 +246,40 @@ impl Blocks {
             .position(|b| matches!(b, b' ' | b':' | b'['))
             .unwrap_or(rest.len());
         let role = rest.get(..role_end).unwrap_or(rest);
-        if role == "row" && gave_text {
-            self.add_row(first);
+        if gave_text {
+            match role {
+                "row" => self.add_row(first),
+                "heading" | "caption" => obs.headings.extend(first..obs.chunks.len()),
+                "link" => self.links.extend(first..obs.chunks.len()),
+                "term" => self.term = Some(first),
+                _ => {}
+            }
         }
         if !has_children {
             return;
         }
         if TABLE_ROLES.contains(&role) {
-            self.0.push(Frame::Table {
+            self.frames.push(Frame::Table {
                 indent,
                 rows: Vec::new(),
             });
-        } else if BLOCK_ROLES.contains(&role) && obs.chunks.len() == first {
-            let row = role == "row";
-            self.0.push(Frame::Block { indent, first, row });
+        } else if gave_text {
+            self.frames.push(Frame::Named { indent, at: first });
+        } else if BLOCK_ROLES.contains(&role) {
+            let kind = BlockKind::of(role);
+            self.frames.push(Frame::Block {
+                indent,
+                first,
+                kind,
+            });
         }
     }
 
     /// Tells the innermost table that chunk `at` is one of its rows.
     fn add_row(&mut self, at: usize) {
-        let table = self.0.iter_mut().rev().find_map(|f| match f {
+        let table = self.frames.iter_mut().rev().find_map(|f| match f {
             Frame::Table { rows, .. } => Some(rows),
-            Frame::Block { .. } => None,
+            _ => None,
         });
         if let Some(rows) = table {
             rows.push(at);
@@ -218,39 +288,33 @@ impl Blocks {
 
     /// Closes the frames that a line at `indent` is not inside of.
     fn close_at(&mut self, indent: usize, obs: &mut Observation<'_>) {
-        while self.0.last().is_some_and(|f| indent <= f.indent()) {
+        while self.frames.last().is_some_and(|f| indent <= f.indent()) {
             self.close_last(obs);
         }
     }
 
     fn close_all(&mut self, obs: &mut Observation<'_>) {
-        while !self.0.is_empty() {
+        while !self.frames.is_empty() {
             self.close_last(obs);
         }
     }
 
+    /// Drops the chunks from `first` on, and what was noted of them.
+    fn truncate(&mut self, first: usize, obs: &mut Observation<'_>) {
+        obs.chunks.truncate(first);
+        obs.table_ends.retain(|&i| i < first);
+        obs.headings.retain(|&i| i < first);
+        self.links.retain(|&i| i < first);
+    }
+
     fn close_last(&mut self, obs: &mut Observation<'_>) {
-        match self.0.pop() {
-            Some(Frame::Block { first, row, .. }) => {
-                let pieces = obs.chunks.get(first..).unwrap_or_default();
-                if pieces.len() >= 2 {
-                    let joined = pieces
-                        .iter()
-                        .map(|p| p.trim())
-                        .filter(|p| !p.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    obs.chunks.truncate(first);
-                    obs.table_ends.retain(|&i| i < first);
-                    obs.chunks.push(Cow::Owned(joined));
-                }
-                if row && obs.chunks.len() > first {
-                    self.add_row(first);
-                }
-            }
+        match self.frames.pop() {
+            Some(Frame::Block { first, kind, .. }) => self.close_block(first, kind, obs),
+            Some(Frame::Named { at, .. }) => self.truncate(at + 1, obs),
             Some(Frame::Table { rows, .. }) => {
                 let numbered: Vec<usize> = rows
-                    .into_iter()
+                    .iter()
+                    .copied()
                     .filter(|&i| {
                         obs.chunks
                             .get(i)
@@ -260,8 +324,58 @@ impl Blocks {
                 obs.table_ends.extend(numbered.first());
                 obs.table_ends
                     .extend(numbered.last().filter(|_| numbered.len() > 1));
+                // A first row without numbers above rows with numbers is the table's header:
+                // labels, as a heading is.
+                let first = rows.first().copied();
+                if first.is_some_and(|at| !numbered.is_empty() && !numbered.contains(&at)) {
+                    obs.headings.extend(first);
+                }
             }
             None => {}
+        }
+    }
+
+    /// Joins the chunks a block's children gave into one; a block of link names alone is
+    /// a link list and gives none, but for a cell, whose row reads it. A definition joins
+    /// the term right before it: `--cached Use this option to ...`.
+    fn close_block(&mut self, first: usize, kind: BlockKind, obs: &mut Observation<'_>) {
+        let linked = self.links.iter().any(|&i| i >= first);
+        // Link names and punctuation between them (`git-rm(1) , git-add(1)`) are a list.
+        let words = |i: usize| {
+            obs.chunks
+                .get(i)
+                .is_some_and(|c| c.chars().any(char::is_alphanumeric))
+        };
+        let mut text = (first..obs.chunks.len()).filter(|i| self.links.binary_search(i).is_err());
+        let only_links = linked && !text.any(words);
+        if only_links && kind != BlockKind::Cell {
+            self.truncate(first, obs);
+            return;
+        }
+        let term = self
+            .term
+            .filter(|&t| kind == BlockKind::Definition && t + 1 == first);
+        let from = term.unwrap_or(first);
+        if obs.chunks.len() >= from + 2 {
+            let pieces = obs.chunks.get(from..).unwrap_or_default();
+            let joined = pieces
+                .iter()
+                .map(|p| p.trim())
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.truncate(from, obs);
+            obs.chunks.push(Cow::Owned(joined));
+            if only_links {
+                self.links.push(from);
+            }
+        }
+        let gave = obs.chunks.len() > first;
+        match kind {
+            BlockKind::Row if gave => self.add_row(first),
+            BlockKind::Label if gave => obs.headings.push(first),
+            BlockKind::Term if gave => self.term = Some(first),
+            _ => {}
         }
     }
 }
@@ -332,6 +446,8 @@ pub struct LineParser {
     canon: Vec<u8>,
     /// List controls in [`Observation::controls`] (only [`controls`] does).
     controls: bool,
+    /// The next line is read inside a block, where a link's name is part of a sentence.
+    links_are_text: bool,
 }
 
 /// The controls of an aria tree: every node of a [`CONTROL_ROLES`] role, with its name,
@@ -403,7 +519,11 @@ impl LineParser {
             return;
         };
         self.stats.nodes += 1;
-        let (id, hash) = emit(&src, &key, after, obs, &mut self.canon, self.controls);
+        let what = Emit {
+            controls: self.controls,
+            links_are_text: self.links_are_text,
+        };
+        let (id, hash) = emit(&src, &key, after, obs, &mut self.canon, what);
         obs.nodes.push(Node {
             indent,
             id: id.map_or(0, ref_hash),
@@ -995,8 +1115,9 @@ fn emit<'a, 's>(
     after: &'a str,
     obs: &mut Observation<'a>,
     canon: &mut Vec<u8>,
-    controls: bool,
+    what: Emit,
 ) -> (Option<&'s str>, u128) {
+    let controls = what.controls;
     let role = span(src, key.role);
     let raw_name = key.name.and_then(|n| src.get(n.0..n.1));
     let name = key.name.map(|n| match key.escaped {
@@ -1052,6 +1173,11 @@ fn emit<'a, 's>(
         });
     }
     if control {
+        // A link's name inside a paragraph or list item is a word of its sentence.
+        if what.links_are_text && &*role == "link" {
+            obs.chunks
+                .extend(name.clone().filter(|n| !n.trim().is_empty()));
+        }
         // A control's value is its own, not page text.
         if keep_control {
             states.sort();
@@ -1071,6 +1197,15 @@ fn emit<'a, 's>(
     }
     obs.chunks.extend(value_of(after));
     (ref_text, hash)
+}
+
+/// What [`emit`] takes from a node besides its text.
+#[derive(Clone, Copy)]
+struct Emit {
+    /// List controls.
+    controls: bool,
+    /// A link's name is page text (the node is inside a block).
+    links_are_text: bool,
 }
 
 /// State attribute spans of one node, inline up to a handful (nearly every node has fewer).
@@ -1174,6 +1309,59 @@ mod tests {
 
     fn chunks<'a>(obs: &'a Observation<'_>) -> Vec<&'a str> {
         obs.chunks.iter().map(|c| c.as_ref()).collect()
+    }
+
+    /// Reader-level chunks (SPEC 3), on lines as Playwright MCP prints real documentation
+    /// pages: a link's name stays in its sentence, a link list gives no text, a heading and
+    /// a table's header row are labels, a definition is read with its term.
+    #[test]
+    fn chunks_read_as_a_reader_reads() {
+        let page = r##"- paragraph [ref=e1]:
+  - code [ref=e2]: tomllib
+  - text: ": For parsing TOML. See"
+  - link "PEP 680" [ref=e3] [cursor=pointer]:
+    - /url: https://peps.python.org/pep-0680/
+  - text: for more details.
+- list [ref=e4]:
+  - listitem [ref=e5]:
+    - link "git-rm(1)" [ref=e6] [cursor=pointer]:
+      - /url: git-rm.html
+  - listitem [ref=e7]:
+    - link "git-add(1)" [ref=e8] [cursor=pointer]
+- paragraph [ref=e9]:
+  - link "git-rm(1)" [ref=e10] [cursor=pointer]
+  - text: ","
+  - link "git-check-ignore(1)" [ref=e11] [cursor=pointer]
+- 'heading "os.EOL #" [level=3] [ref=e12]':
+  - code [ref=e13]: os.EOL
+  - link "#" [ref=e14] [cursor=pointer]
+- term [ref=e15]: "--cached"
+- definition [ref=e16]:
+  - paragraph [ref=e17]: Use this option to unstage and remove paths only from the index.
+- table [ref=e18]:
+  - row "Quarter Price" [ref=e19]:
+    - cell "Quarter" [ref=e20]
+    - cell "Price" [ref=e21]
+  - row "Q3 2024 $1,140" [ref=e22]:
+    - cell "Q3 2024" [ref=e23]
+    - cell "$1,140" [ref=e24]
+"##;
+        let (obs, _) = tree(page);
+        assert_eq!(
+            chunks(&obs),
+            [
+                "tomllib : For parsing TOML. See PEP 680 for more details.",
+                "os.EOL #",
+                "--cached Use this option to unstage and remove paths only from the index.",
+                "Quarter Price",
+                "Q3 2024 $1,140",
+            ]
+        );
+        // The heading and the header row above numbered rows are labels.
+        assert_eq!(obs.headings, [1, 3]);
+        assert_eq!(obs.table_ends, [4]);
+        // Every link keeps its ref: only the text changed.
+        assert_eq!(obs.refs.len(), 24);
     }
 
     #[test]

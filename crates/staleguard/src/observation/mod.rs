@@ -57,6 +57,11 @@ pub fn refs_unique(name: &str) -> bool {
     format_named(name).is_some_and(|f| f.refs_unique())
 }
 
+/// `ObservationFormat::action_in_call` of the format named `name`.
+pub(crate) fn action_in_call(name: &str) -> bool {
+    format_named(name).map_or(true, |f| f.action_in_call())
+}
+
 /// Parses `text` with the first format that recognises it.
 pub fn parse(text: &str) -> Option<Observation<'_>> {
     FORMATS.iter().find_map(|f| f.parse(text))

@@ -120,6 +120,8 @@ pub struct Observation<'a> {
     /// Indices into `chunks` of the first and last rows of each table that hold numbers:
     /// evidence candidates of their own ("the last part in the list").
     pub table_ends: Vec<usize>,
+    /// Indices into `chunks` of headings: a heading alone is no evidence (SPEC 3).
+    pub headings: Vec<usize>,
     /// Every line of the tree in canonical form, for the page fingerprint (full parses of
     /// aria trees only).
     pub nodes: Vec<Node>,
@@ -155,6 +157,7 @@ impl<'a> Observation<'a> {
             controls: Vec::new(),
             chunks: Vec::new(),
             table_ends: Vec::new(),
+            headings: Vec::new(),
             nodes: Vec::new(),
             images: 0,
             document: None,
@@ -215,6 +218,12 @@ pub trait ObservationFormat: Sync {
     /// True when the detector is exact enough to find pages in the results of any tool (a
     /// file read, a shell command), not only of browser tools (SPEC 1).
     fn by_content(&self) -> bool {
+        true
+    }
+    /// True when the call paired with a result shows the action the result reports (a
+    /// click and its element), so a receipt need not repeat it (SPEC 2). Formats whose
+    /// results report what the call does not show (a batch's steps) say false.
+    fn action_in_call(&self) -> bool {
         true
     }
 }

@@ -13,7 +13,7 @@ use crate::evidence::{self, EvidenceReport};
 use crate::guard;
 use crate::memo::Memo;
 use crate::progress::{Progress, Tracker};
-use crate::projection::{self, Plan};
+use crate::projection::{self, Plan, Status};
 use crate::reading::Reader;
 use crate::session::Session;
 use crate::tools::BrowserTools;
@@ -82,7 +82,11 @@ pub(crate) fn run(
         depth: stages::depth(run.config, run.options.verdicts),
     };
     let session = Session::read(request.transcript(), run.tools, reader);
-    let mut plan = projection::plan(&session, run.config.receipt_max_bytes);
+    // A resumed run's notice was written before the resume point if anything collapsed there.
+    let notice_written = start
+        .base()
+        .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
+    let mut plan = projection::plan(&session, run.config.receipt_max_bytes, notice_written);
     if let Some(base) = start.base() {
         if !resume::continues(&request, &session, base, run.config) {
             return Ok(None);
