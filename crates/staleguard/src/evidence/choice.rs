@@ -629,12 +629,7 @@ pub(crate) fn over(kept: &[Kept], items: usize, bytes: usize) -> bool {
 /// holds, a number or identifier counting twice.
 fn answers(quote: &str, asked: &Words) -> u32 {
     let words = super::candidates::word_hashes(quote);
-    let weight = |w: &u64| match asked.0.get(w) {
-        Some(true) => 2,
-        Some(false) => 1,
-        None => 0,
-    };
-    words.iter().map(weight).sum()
+    words.iter().map(|&w| asked.weight(w, 1, 2)).sum()
 }
 
 /// What one page or question picked: the quotes, and the chunks refused whole.
@@ -692,7 +687,7 @@ pub(crate) fn choose_for_page<'t>(
     let scores = memo.kept(Share::Small, at, same, score, weigh);
     let title = header.and_then(|h| h.title.as_deref()).unwrap_or("");
     // Only chunks that score enough can be chosen: the rest are never looked at again.
-    let quotable = |i: usize| all.get(i).is_some_and(|c| c.facts.quotable);
+    let quotable = |i: usize| all.facts(i).quotable;
     let best_score = (scores.iter().enumerate())
         .filter(|(i, _)| quotable(*i))
         .map(|(_, s)| *s)
@@ -903,7 +898,7 @@ pub(crate) fn choose_for_question<'t>(
             .postings
             .get(&w)
             .map_or(&[], |p| &p[..p.partition_point(before)]);
-        let weight = idf(postings.len(), n) / idf(1, n) * if digit { 2.0 } else { 1.0 };
+        let weight = idf(postings.len(), n) * if digit { 2.0 } else { 1.0 };
         for &at in postings {
             *scores.entry(at).or_default() += weight;
         }

@@ -40,12 +40,15 @@ pub(crate) const MIN_QUESTION_SCORE: u32 = 15;
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// BM25's inverse document frequency of a word in `df` of `n` chunks. Callers divide it by
-/// the rarest word's, so that a word found in one chunk weighs 1 on a page of 5 chunks as on
-/// a page of 5,000, and thresholds hold on both.
+/// BM25's inverse document frequency of a word in `df` of `n` chunks, divided by the rarest
+/// word's, so that a word found in one chunk weighs 1 on a page of 5 chunks as on a page of
+/// 5,000, and thresholds hold on both.
 pub(crate) fn idf(df: usize, n: usize) -> f64 {
-    let (df, n) = (df.max(1) as f64, n.max(1) as f64);
-    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    let raw = |df: usize| {
+        let (df, n) = (df.max(1) as f64, n.max(1) as f64);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    };
+    raw(df) / raw(1)
 }
 
 /// BM25's weight of a word found in a chunk of `len` words, where chunks average `avg`.
@@ -85,6 +88,16 @@ impl Words {
         let mut words = Words::default();
         words.add(text);
         words
+    }
+
+    /// The weight of word `w` in this context: a number or an identifier singles a fact
+    /// out far better than a plain word.
+    pub(crate) fn weight(&self, w: u64, plain: u32, digits: u32) -> u32 {
+        match self.0.get(&w) {
+            Some(true) => digits,
+            Some(false) => plain,
+            None => 0,
+        }
     }
 }
 
@@ -178,8 +191,7 @@ pub(crate) fn page_scores(memo: &Memo, page: &Step<'_>, task: &Words, model: &Wo
             if df == 0 {
                 continue;
             }
-            let idf = idf(df, n) / idf(1, n);
-            *weights.entry(w).or_default() += idf * if digit { digits } else { plain };
+            *weights.entry(w).or_default() += idf(df, n) * if digit { digits } else { plain };
         }
     }
     let score = |(i, c): (usize, Chunk<'_>)| {
