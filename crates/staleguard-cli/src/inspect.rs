@@ -21,6 +21,9 @@ pub struct Report<'p> {
     /// Anthropic: the `cache_control` breakpoint of ours (`added`, `already_there`,
     /// `no_room`), `null` for other formats.
     breakpoint: Option<&'static str>,
+    /// The message of the first observation that had waited and that this request collapses
+    /// (SPEC 9, C5): where its history differs from the previous request's.
+    waited_collapses_from: Option<usize>,
     results: Vec<Row<'p>>,
     calls: Vec<CallRow>,
     stalled: bool,
@@ -61,6 +64,8 @@ struct CallRow {
 struct Totals {
     browser_results: usize,
     collapsed: usize,
+    /// Older observations whose collapse waits until it pays (C5).
+    waiting: usize,
     bytes_before: usize,
     bytes_after: usize,
     tokens_before: usize,
@@ -76,6 +81,7 @@ impl<'p> Report<'p> {
         let totals = Totals {
             browser_results: results.len(),
             collapsed: projected.report().collapsed(),
+            waiting: results.iter().filter(|r| r.status == "waiting").count(),
             bytes_before: original.len(),
             bytes_after: projected.body.len(),
             tokens_before: count_tokens(original),
@@ -87,6 +93,7 @@ impl<'p> Report<'p> {
             format_reason: projected.format_reason,
             server_side_history: projected.server_side_history,
             breakpoint: projected.breakpoint.map(staleguard::Breakpoint::as_str),
+            waited_collapses_from: waited_collapses_from(projected),
             results,
             calls,
             stalled,
@@ -111,6 +118,12 @@ impl<'p> Report<'p> {
             Some("no_room") => out.push_str("cache breakpoint: no room (the request has 4 cache_control breakpoints already); the next turn reads the cache only as far as those reach\n"),
             Some(b) => out.push_str(&format!("cache breakpoint of ours before the newest page: {b}\n")),
             None => {}
+        }
+        if self.totals.waiting > 0 {
+            out.push_str(&format!("collapses that wait until they pay (the guard stands in front, SPEC 9 C5): {} observations, their refs still refused by the guard\n", self.totals.waiting));
+        }
+        if let Some(message) = self.waited_collapses_from {
+            out.push_str(&format!("this request collapses observations that waited, from message {message}: the one place its history differs from the previous request's\n"));
         }
         out.push_str(&format!(
             "{:>4}  {:<8}  {:<22}  {:<11}  {:>8}  {:>7}  {:>5}  {:<8}  {:>2}  {}\n",
@@ -138,9 +151,10 @@ impl<'p> Report<'p> {
         out.push_str(&evidence_table(self.evidence));
         let t = &self.totals;
         out.push_str(&format!(
-            "\ntotal: {} browser results, {} collapsed, {} refs withheld\nbytes:  {} -> {} ({})\ntokens: {} -> {} ({}, o200k_base)\n",
+            "\ntotal: {} browser results, {} collapsed, {} waiting, {} refs withheld\nbytes:  {} -> {} ({})\ntokens: {} -> {} ({}, o200k_base)\n",
             t.browser_results,
             t.collapsed,
+            t.waiting,
             t.refs_withheld,
             t.bytes_before,
             t.bytes_after,
@@ -151,6 +165,16 @@ impl<'p> Report<'p> {
         ));
         out
     }
+}
+
+/// The message of the first observation that had waited and that `projected` collapses.
+fn waited_collapses_from(projected: &Projection) -> Option<usize> {
+    let plan = projected.report();
+    let item = plan.batch?;
+    plan.results
+        .iter()
+        .find(|r| r.item == item)
+        .map(|r| r.message)
 }
 
 impl<'p> From<&'p ResultReport> for Row<'p> {

@@ -157,8 +157,11 @@ pub(crate) struct Turn {
     /// Refs the request shows that are on no page but the newest.
     pub stale_refs: usize,
     /// The request is not byte-identical to the previous turn's up to the previous turn's
-    /// live page state or newest browser result (SPEC 9 C1).
+    /// live page state or newest browser result (SPEC 9 C1), nor broken only where it
+    /// collapses pages that waited (C5).
     pub frozen_history_broken: bool,
+    /// The request collapses pages whose collapse waited (C5): its one allowed break.
+    pub waited_collapses_done: bool,
 }
 
 /// One strategy over a session.
@@ -171,6 +174,8 @@ pub(crate) struct StrategyReplay {
     pub stale_refs: usize,
     /// Turns (from 1) whose request broke frozen history.
     pub frozen_history_broken: Vec<usize>,
+    /// Turns (from 1) whose request collapsed pages that had waited (C5), at one place.
+    pub waited_collapses_done: Vec<usize>,
     pub turns: Vec<Turn>,
 }
 
@@ -340,7 +345,13 @@ pub(crate) fn replay(
             save(options.save_requests.as_deref(), t, strategy, body)?;
             let value: Value = serde_json::from_str(body)?;
             let rendered = render::render(&value, markers);
-            let turn = run.turn(t, &rendered, sent.frozen, stale_refs(body, &options.config));
+            // Only staleguard's own request collapses waiting pages (C5).
+            let batch = sent.batch.filter(|_| *strategy == "staleguard");
+            let frozen = Frozen {
+                frozen: sent.frozen,
+                batch,
+            };
+            let turn = run.turn(t, &rendered, frozen, stale_refs(body, &options.config));
             warnings.extend(too_many_breakpoints(turn, strategy));
             let text = facts::tool_results_text(&value);
             for (check, p) in facts.iter_mut().zip(&placed).filter(|(_, p)| p.turn == t) {
@@ -417,30 +428,33 @@ impl Run {
         }
     }
 
-    /// Bills turn `t`; `frozen` is the message of the original request before which its
-    /// next request must not change (C1).
+    /// Bills turn `t`; `frozen` says where its next request may first differ (C1) and
+    /// where this one collapses waiting pages (C5).
     fn turn(
         &mut self,
         t: usize,
         rendered: &render::Rendered,
-        frozen: usize,
+        frozen: Frozen,
         stale: usize,
     ) -> &Turn {
         let bill = self.cache.bill(t, rendered);
-        let broken = self.previous.as_ref().is_some_and(|(prev, frozen)| {
-            let need = prev
-                .message_starts
-                .get(*frozen)
-                .copied()
-                .unwrap_or(prev.bytes.len());
+        let broken = self.previous.as_ref().is_some_and(|(prev, before)| {
+            let start = |message: usize| {
+                let at = prev.message_starts.get(message).copied();
+                at.unwrap_or(prev.bytes.len())
+            };
+            let need = frozen
+                .batch
+                .map_or(start(*before), |b| start(*before).min(start(b)));
             cache::common_prefix(&prev.bytes, &rendered.bytes) < need
         });
-        self.previous = Some((rendered.clone(), frozen));
+        self.previous = Some((rendered.clone(), frozen.frozen));
         self.turns.push(Turn {
             turn: t + 1,
             bill,
             stale_refs: stale,
             frozen_history_broken: broken,
+            waited_collapses_done: frozen.batch.is_some(),
         });
         self.turns.last().expect("just pushed")
     }
@@ -470,6 +484,12 @@ fn summarise(runs: Vec<Run>) -> Vec<StrategyReplay> {
                 .turns
                 .iter()
                 .filter(|t| t.frozen_history_broken)
+                .map(|t| t.turn)
+                .collect(),
+            waited_collapses_done: run
+                .turns
+                .iter()
+                .filter(|t| t.waited_collapses_done)
                 .map(|t| t.turn)
                 .collect(),
             turns: run.turns,
@@ -541,6 +561,16 @@ fn mark_last_block(content: Option<&mut Value>) {
 struct Sent {
     bodies: [String; 4],
     frozen: usize,
+    /// The message of the first waiting page staleguard's request collapses (C5).
+    batch: Option<usize>,
+}
+
+/// Where a turn's request may differ from the previous one's: from the message the previous
+/// turn froze (`frozen`), or from the message of the pages whose collapse waited (`batch`).
+#[derive(Clone, Copy)]
+struct Frozen {
+    frozen: usize,
+    batch: Option<usize>,
 }
 
 fn send(
@@ -564,11 +594,16 @@ fn send(
         Some(message) => message,
         None => facts::items(&serde_json::from_str(request)?).len(),
     };
+    // newest-only replaces every older observation, waiting ones too.
     let older: Vec<usize> = results
         .iter()
-        .filter(|r| r.status == Status::Collapsed)
+        .filter(|r| matches!(r.status, Status::Collapsed | Status::Waiting))
         .map(|r| r.item)
         .collect();
+    let batch = projected.report().batch;
+    let batch = batch
+        .and_then(|item| results.iter().find(|r| r.item == item))
+        .map(|r| r.message);
     Ok(Sent {
         bodies: [
             request.to_string(),
@@ -577,6 +612,7 @@ fn send(
             clear_oldest(request, tokens, options.trigger_tokens)?,
         ],
         frozen,
+        batch,
     })
 }
 

@@ -994,3 +994,50 @@ fn documentation_sets_keep_facts_where_needed_held_out_reported_apart() {
         );
     }
 }
+
+/// SPEC 9, C5: Claude Code working as a coding agent (`fixtures/claude-code-coding`), 20-90 KB
+/// of `Bash` and `Read` output after every page, billed as Claude Code marks its requests (a
+/// breakpoint on the last block). The guard stands in front (its `browser_history` is among
+/// Claude Code's deferred tools), so a collapse that would rewrite that output waits: every
+/// session then meets SPEC 9's targets with every fact kept and C1 unbroken. Told the guard is
+/// not there (`guard_in_front = false`), every older page collapses at once and the same
+/// sessions miss the 1.10 x `none` target (1.14-1.31 x).
+#[test]
+fn coding_sessions_collapse_only_when_it_pays() {
+    let dir = repo().join("fixtures/claude-code-coding");
+    let sessions: Vec<PathBuf> = ["order_inline", "order_readback", "catalog_research"]
+        .iter()
+        .map(|s| dir.join(format!("{s}.anthropic.json")))
+        .collect();
+    let facts = dir.join("facts").display().to_string();
+    let args = ["--client-breakpoints", "last-block", "--facts-dir", &facts];
+    for v in replay(&args, &sessions) {
+        let name = v["session"].as_str().unwrap_or_default().to_string();
+        meets_spec_9_targets(&v);
+        let facts = v["facts"].as_array().unwrap();
+        assert!(facts.len() >= 3, "{name}");
+        for fact in facts {
+            assert!(present(fact, "staleguard"), "{name}: missing {fact}");
+        }
+        // Pages waited: their refs are in sight (the guard refuses them), and newest-only,
+        // which collapses every older page at once, is dearer than staleguard.
+        let sg = strategy(&v, "staleguard");
+        assert!(num(&sg["stale_refs"]) > 0.0, "{name}");
+        assert!(num(&sg["relative_to_newest_only"]) < 0.8, "{name}");
+    }
+    let scratch = scratch("coding");
+    let config = scratch.join("staleguard.toml");
+    std::fs::write(&config, "guard_in_front = false\n").unwrap();
+    let told_off = [&args[..], &["--config", config.to_str().unwrap()]].concat();
+    for v in replay(&told_off, &sessions) {
+        let name = v["session"].as_str().unwrap_or_default().to_string();
+        let sg = strategy(&v, "staleguard");
+        assert_eq!(num(&sg["stale_refs"]), 0.0, "{name}");
+        let vs_none = num(&sg["relative_to_none"]);
+        assert!(
+            vs_none > 1.10,
+            "{name}: {vs_none:.3} x none without waiting"
+        );
+    }
+    std::fs::remove_dir_all(&scratch).ok();
+}

@@ -42,6 +42,10 @@ pub struct Config {
     /// text is a page tree (a snapshot file read back through `Read`, `cat`, `read_file`);
     /// `["*"]`, any tool, by default; empty turns it off (SPEC 1).
     pub page_tools: Vec<String>,
+    /// Whether the MCP guard stands between the model and the browser, so that a collapse
+    /// that would rewrite more than it saves may wait (SPEC 9, C5). `None` (the default):
+    /// when the request offers the guard's `browser_history` tool.
+    pub guard_in_front: Option<bool>,
 }
 
 impl Default for Config {
@@ -61,6 +65,7 @@ impl Default for Config {
                 .map(|s| s.to_string())
                 .collect(),
             page_tools: DEFAULT_PAGE_TOOLS.iter().map(|s| s.to_string()).collect(),
+            guard_in_front: None,
         }
     }
 }
@@ -70,7 +75,7 @@ const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
 /// The keys of the file layer. The `[proxy]` and `[mcp]` tables belong to the hosts, which
 /// read and check them from the same text (`staleguard_proxy::ProxyConfig`,
 /// `staleguard_mcp::McpConfig`); the core skips them. Any other key is refused.
-const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, page_tools, [proxy], [mcp]";
+const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, page_tools, guard_in_front, [proxy], [mcp]";
 
 /// One key's value as `T`; a value of the wrong type is an error that names the key.
 fn typed<T: serde::de::DeserializeOwned>(key: &str, value: toml::Value) -> Result<T, ConfigError> {
@@ -195,6 +200,7 @@ impl Config {
             "request_budget_bytes" => self.request_budget_bytes = Some(typed(key, value)?),
             "browser_tools" => self.browser_tools = typed(key, value)?,
             "page_tools" => self.page_tools = typed(key, value)?,
+            "guard_in_front" => self.guard_in_front = Some(switch(key, value)?),
             "proxy" | "mcp" => {}
             other => {
                 return Err(ConfigError::File(format!(
@@ -214,6 +220,9 @@ impl Config {
         }
         if let Some(v) = env_switch(&env, "BROWSER_PROGRESS_TRACKING")? {
             self.progress_tracking = Some(v);
+        }
+        if let Some(v) = env_switch(&env, "STALEGUARD_GUARD_IN_FRONT")? {
+            self.guard_in_front = Some(v);
         }
         set(
             &mut self.max_repeats,

@@ -91,6 +91,7 @@ mod texts;
 mod tools;
 mod transcript;
 mod urlnorm;
+mod waiting;
 
 pub mod internal;
 

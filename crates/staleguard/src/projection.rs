@@ -24,6 +24,9 @@ pub enum Status {
     Live,
     /// An older observation, replaced by its receipt.
     Collapsed,
+    /// An older observation whose collapse waits until it pays (SPEC 9, C5): kept as it
+    /// is, though no longer live (the MCP guard refuses its refs).
+    Waiting,
     /// A failure: never collapsed.
     Failed,
     /// Names a page but carries no tree: kept.
@@ -33,11 +36,13 @@ pub enum Status {
 }
 
 impl Status {
-    /// The status as reports print it: `live`, `collapsed`, `failed`, `page report`, `other`.
+    /// The status as reports print it: `live`, `collapsed`, `waiting`, `failed`, `page
+    /// report`, `other`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Live => "live",
             Status::Collapsed => "collapsed",
+            Status::Waiting => "waiting",
             Status::Failed => "failed",
             Status::PageReport => "page report",
             Status::Other => "other",
@@ -83,6 +88,13 @@ pub struct Plan {
     pub results: Vec<ResultReport>,
     /// The edits to write into the body: receipts, then any appended evidence or guidance.
     pub edits: Vec<Edit>,
+    /// The first observation (its transcript item) that had waited and that this request
+    /// collapses (SPEC 9, C5): the one place where its history differs from the previous
+    /// request's.
+    pub batch: Option<usize>,
+    /// Per result, where collapses wait: the transcript item at which the turn that
+    /// collapsed it starts. Empty when every collapse happens at once.
+    pub(crate) collapsed_at: Vec<Option<usize>>,
 }
 
 impl Plan {
@@ -105,16 +117,32 @@ impl Plan {
 /// observation to collapse carries the full stale notice, unless `notice_written` (a
 /// result before the session's first step, or one of its steps, is already collapsed).
 pub fn plan(session: &Session<'_>, receipt_max_bytes: usize, notice_written: bool) -> Plan {
+    plan_waiting(session, receipt_max_bytes, notice_written, &[])
+}
+
+/// [`plan`], where an older observation collapses only once `collapsed_at` (one entry per
+/// step; empty: every one at once) says so, and waits till then (SPEC 9, C5).
+pub(crate) fn plan_waiting(
+    session: &Session<'_>,
+    receipt_max_bytes: usize,
+    notice_written: bool,
+    collapsed_at: &[Option<usize>],
+) -> Plan {
     let live_from = live_start(&session.steps);
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        collapsed_at: collapsed_at.to_vec(),
+        ..Plan::default()
+    };
     let mut notice_due = !notice_written;
     for (i, step) in session.steps.iter().enumerate() {
         let older = step.outdated || live_from.is_some_and(|start| i < start);
-        let collapse = step.tree_kind().is_some() && older;
+        let due = step.tree_kind().is_some() && older;
+        let waits = due && collapsed_at.get(i).is_some_and(Option::is_none);
         let receipt = Receipt {
             max_bytes: receipt_max_bytes,
             notice: notice_due,
         };
+        let collapse = (due && !waits, waits);
         let report = report(session.memo, step, collapse, receipt, &mut plan.edits);
         notice_due &= report.status != Status::Collapsed;
         plan.results.push(report);
@@ -187,15 +215,19 @@ fn supersedes(report: &Step<'_>, part: &Step<'_>) -> bool {
     header.linked.is_some() || other_page
 }
 
+/// The report of `step`; `(collapse, waits)`: whether it collapses now, or waits to.
 fn report(
     memo: &Memo,
     step: &Step<'_>,
-    collapse: bool,
+    (collapse, waits): (bool, bool),
     form: Receipt,
     edits: &mut Vec<Edit>,
 ) -> ResultReport {
     let reading = &step.reading;
-    let status = status_of(step, collapse);
+    let status = match status_of(step, collapse) {
+        Status::Live if waits => Status::Waiting,
+        status => status,
+    };
     let mut bytes_after = step.text.len();
     let (mut refs_withheld, mut images_dropped) = (0, 0);
     let receipt = collapse.then(|| receipt_of(memo, step, form)).flatten();

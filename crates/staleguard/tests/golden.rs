@@ -52,7 +52,18 @@ fn describe(p: &Projection) -> String {
     let _ = writeln!(out, "body {} {:x}", p.body.len(), body);
     let _ = writeln!(out, "format {:?} {}", p.format, p.format_reason);
     let _ = writeln!(out, "collapsed {}", p.collapsed());
-    let _ = writeln!(out, "plan {:?}", p.report());
+    // Written as the plan's Debug was before it had a batch: digests of sessions where no
+    // collapse waits stay as they were.
+    let plan = p.report();
+    let _ = write!(
+        out,
+        "plan Plan {{ results: {:?}, edits: {:?} }}",
+        plan.results, plan.edits
+    );
+    if let Some(batch) = plan.batch {
+        let _ = write!(out, " batch {batch}");
+    }
+    out.push('\n');
     let _ = writeln!(out, "evidence {:?}", p.evidence);
     let _ = writeln!(out, "server_side {}", p.server_side_history);
     let _ = writeln!(out, "progress {:?}", p.progress);

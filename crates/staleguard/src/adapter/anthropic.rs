@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use super::format::RequestFormat;
 use super::lenient::{is_object, List, Located, Seen};
+use super::offers;
 use super::request::{Hints, ResumeAt, WireRequest};
 use super::strings::{json_error, raw_text, string_of};
 use super::tail;
@@ -69,6 +70,10 @@ const ENVELOPE: tail::Envelope = tail::Envelope {
 fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
     let hints = Hints {
         has_system: name == "system" && raw.is_some(),
+        offers_history: match name {
+            "tools" => offers::in_tools(raw),
+            _ => offers::in_system(raw),
+        },
         ..Hints::default()
     };
     (hints, breakpoints_in(raw))
@@ -153,6 +158,11 @@ fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>)
     let role = match m.role.and_then(string_of).as_deref() {
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
+        Some("system") => {
+            // Kept as it is; it may list the tools loaded on demand.
+            request.hints.offers_history |= offers::in_system(m.content);
+            return request.push(Item::Other);
+        }
         _ => return request.push(Item::Other),
     };
     let Some(content) = m.content else {

@@ -32,6 +32,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::lenient::List;
+use super::offers;
 use super::request::{Hints, WireRequest};
 use super::strings::{json_error, raw_text, string_of};
 use crate::error::Error;
@@ -49,6 +50,8 @@ struct Envelope<'a> {
     /// `{"model", "project", "user_prompt_id", "request": {"contents", ...}}`.
     #[serde(borrow)]
     request: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -178,6 +181,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
         server_side_history: envelope.cached_content.is_some(),
+        offers_history: offers::in_tools(envelope.tools),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);

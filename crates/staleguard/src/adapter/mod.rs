@@ -13,6 +13,7 @@ mod content;
 mod format;
 pub(crate) mod gemini;
 mod lenient;
+mod offers;
 pub(crate) mod openai_chat;
 mod read;
 mod request;

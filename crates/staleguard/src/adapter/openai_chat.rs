@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use super::content;
 use super::format::RequestFormat;
 use super::lenient::{is_object, List, Located, Seen};
+use super::offers;
 use super::request::{Hints, ResumeAt, WireRequest};
 use super::strings::{json_error, raw_text, string_of};
 use super::tail;
@@ -35,6 +36,11 @@ struct Envelope<'a> {
     system: Seen<'a>,
     #[serde(default, borrow)]
     anthropic_version: Seen<'a>,
+    #[serde(default, borrow)]
+    tools: Seen<'a>,
+    /// Legacy function calling's tool list.
+    #[serde(default, borrow)]
+    functions: Seen<'a>,
 }
 
 /// [`Envelope`] as it was before it kept [`Seen`] keys, for a body that is an array: serde
@@ -58,6 +64,10 @@ mod listed {
         system: Option<&'a RawValue>,
         #[serde(borrow)]
         anthropic_version: Option<&'a RawValue>,
+        #[serde(borrow)]
+        tools: Option<&'a RawValue>,
+        #[serde(borrow)]
+        functions: Option<&'a RawValue>,
     }
 
     impl<'a> From<Envelope<'a>> for super::Envelope<'a> {
@@ -69,6 +79,8 @@ mod listed {
                 request: Seen(l.request),
                 system: Seen(l.system),
                 anthropic_version: Seen(l.anthropic_version),
+                tools: Seen(l.tools),
+                functions: Seen(l.functions),
             }
         }
     }
@@ -82,6 +94,8 @@ const ENVELOPE: tail::Envelope = tail::Envelope {
         "request",
         "system",
         "anthropic_version",
+        "tools",
+        "functions",
     ],
     tells,
 };
@@ -94,6 +108,7 @@ fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
         "contents" => hints.has_contents = raw.is_some_and(super::gemini::has_parts),
         "request" => hints.wrapped_contents = raw.is_some_and(super::gemini::wraps_contents),
         "system" | "anthropic_version" => hints.has_system = raw.is_some(),
+        "tools" | "functions" => hints.offers_history = offers::in_tools(raw),
         _ => {}
     }
     (hints, 0)
@@ -164,6 +179,8 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ("request", envelope.request),
         ("system", envelope.system),
         ("anthropic_version", envelope.anthropic_version),
+        ("tools", envelope.tools),
+        ("functions", envelope.functions),
     ];
     for (name, seen) in keys {
         request.note_key(name, seen, tells);
@@ -187,7 +204,7 @@ fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>)
         Some("function") => read_result(request, index, m.name, m.content),
         Some("assistant") => read_assistant(request, index, &m),
         Some("user") => read_text(request, Role::User, m.content),
-        Some("system" | "developer") => read_text(request, Role::System, m.content),
+        Some("system" | "developer") => read_system(request, m.content),
         _ => request.push(Item::Other),
     }
 }
@@ -229,6 +246,17 @@ fn read_assistant<'a>(request: &mut WireRequest<'a>, index: usize, m: &Message<'
             message: index,
         };
         request.push(Item::Call(call));
+    }
+}
+
+/// A system message: its text, which may list the tools loaded on demand.
+fn read_system<'a>(request: &mut WireRequest<'a>, content: Option<&'a RawValue>) {
+    if let Some(c) = content.and_then(|raw| content::read(raw, "text")) {
+        request.hints.offers_history |= offers::in_text(&c.text);
+        request.push(Item::Text {
+            role: Role::System,
+            text: c.text,
+        });
     }
 }
 

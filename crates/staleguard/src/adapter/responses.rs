@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use super::content;
 use super::lenient::List;
+use super::offers;
 use super::request::{Hints, WireRequest};
 use super::strings::{json_error, raw_text, string_of};
 use crate::error::Error;
@@ -24,6 +25,10 @@ struct Envelope<'a> {
     messages: Option<IgnoredAny>,
     previous_response_id: Option<IgnoredAny>,
     conversation: Option<IgnoredAny>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+    #[serde(borrow)]
+    instructions: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +60,8 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         server_side_history: envelope.previous_response_id.is_some()
             || envelope.conversation.is_some(),
+        offers_history: offers::in_tools(envelope.tools)
+            || offers::in_system(envelope.instructions),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
@@ -95,7 +102,11 @@ fn read_message<'a>(request: &mut WireRequest<'a>, item: InputItem<'a>) {
         .content
         .and_then(|raw| content::read(raw, "input_text"))
     {
-        Some(c) => request.push(Item::Text { role, text: c.text }),
+        Some(c) => {
+            // A system text may list the tools loaded on demand.
+            request.hints.offers_history |= role == Role::System && offers::in_text(&c.text);
+            request.push(Item::Text { role, text: c.text })
+        }
         None => request.push(Item::Other),
     }
 }

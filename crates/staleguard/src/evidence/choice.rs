@@ -167,10 +167,16 @@ impl Choice {
                     self.state.add(chosen, block, self.limits, &asked);
                 }
                 Event::Question { item, target } => {
-                    let (asked, index) = index.get_or_insert_with(|| {
+                    // Only pages collapsed by then answer it: a page whose collapse waited
+                    // past the question was there whole (SPEC 9, C5).
+                    let by_then = collapsed_by(plan, item);
+                    if index.as_ref().is_some_and(|(n, _, _)| *n != by_then.len()) {
+                        index = None;
+                    }
+                    let (_, asked, index) = index.get_or_insert_with(|| {
                         let asked = Asked::of(transcript, events);
-                        let index = Index::of(session, plan, &asked.all);
-                        (asked, index)
+                        let index = Index::of(session, plan, &asked.all, &by_then);
+                        (by_then.len(), asked, index)
                     });
                     // Every question is a user message, whose words `Asked` read.
                     if let Some(question) = asked.by_item.get(&item) {
@@ -373,8 +379,12 @@ impl Events {
             }
             let next = next_observation[i];
             let until = next.map_or(usize::MAX, |n| steps[n].item);
+            // Quotes are chosen from what came before `until` (C2); a collapse that waited
+            // (C5) takes its place in the caps' history where it was done, so the choices
+            // made before then stay as they were.
+            let done = plan.collapsed_at.get(i).copied().flatten().unwrap_or(0);
             order.push((
-                until,
+                until.max(done),
                 Event::Collapse {
                     step: i,
                     next,
@@ -786,9 +796,27 @@ impl Asked {
     }
 }
 
+/// The steps collapsed at or before transcript item `item`: every collapsed one, unless
+/// collapses waited.
+fn collapsed_by(plan: &Plan, item: usize) -> Vec<usize> {
+    let done = |i: usize| {
+        plan.collapsed_at
+            .get(i)
+            .map_or(true, |at| at.is_some_and(|at| at <= item))
+    };
+    (0..plan.results.len())
+        .filter(|&i| plan.results[i].status == Status::Collapsed && done(i))
+        .collect()
+}
+
 impl<'t> Index<'t> {
-    /// The quotable chunks of every collapsed page, by the `asked` words they hold.
-    fn of(session: &'t Session<'t>, plan: &Plan, asked: &HashSet<u64, Fast>) -> Index<'t> {
+    /// The quotable chunks of the collapsed pages `steps`, by the `asked` words they hold.
+    fn of(
+        session: &'t Session<'t>,
+        plan: &Plan,
+        asked: &HashSet<u64, Fast>,
+        steps: &[usize],
+    ) -> Index<'t> {
         let mut index = Index {
             chunks: Vec::new(),
             postings: HashMap::default(),
@@ -799,6 +827,7 @@ impl<'t> Index<'t> {
             .iter()
             .zip(&plan.results)
             .enumerate()
+            .filter(|(i, _)| steps.binary_search(i).is_ok())
             .filter(|(_, (s, r))| r.status == Status::Collapsed && !s.reading.collapsed)
             .filter(|(_, (s, _))| {
                 !is_error_page(s.reading.header.as_ref().and_then(|h| h.url.as_deref()))

@@ -432,9 +432,11 @@ impl ReportParts {
         );
         // Stable: within a group, the checkpoint's edits (earlier items) stay first.
         edits.sort_by_key(|(g, _)| *g);
+        // A resumed request never waits (waiting requests go the whole way).
         Plan {
             results,
             edits: edits.into_iter().map(|(_, e)| e).collect(),
+            ..Plan::default()
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::projection::{self, Plan, Status};
 use crate::reading::Reader;
 use crate::session::Session;
 use crate::tools::BrowserTools;
+use crate::waiting;
 
 use super::checkpoint::Checkpoint;
 use super::options::Options;
@@ -86,13 +87,21 @@ pub(crate) fn run(
     let notice_written = start
         .base()
         .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
-    let mut plan = projection::plan(&session, run.config.receipt_max_bytes, notice_written);
+    let waits = guard_in_front(&request, run.config);
+    if waits && start.base().is_some() {
+        // A waiting collapse rewrites what a checkpoint froze: such requests go the whole way.
+        return Ok(None);
+    }
+    let mut plan = plan(&request, &session, run.config, notice_written, waits);
     if let Some(base) = start.base() {
         if !resume::continues(&request, &session, base, run.config) {
             return Ok(None);
         }
     }
-    let cut = run.keep.and_then(|_| Cut::of(&request, &session, &plan));
+    let cut = run
+        .keep
+        .filter(|_| !waits)
+        .and_then(|_| Cut::of(&request, &session, &plan));
     let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), run) else {
         return Ok(None);
     };
@@ -126,6 +135,33 @@ pub(crate) fn run(
         breakpoint,
         resumed: start.base().is_some(),
     }))
+}
+
+/// Whether the MCP guard stands between the model and the browser, so that collapses may
+/// wait (SPEC 9, C5): as the config says, else as the request's tools say.
+fn guard_in_front(request: &WireRequest<'_>, config: &Config) -> bool {
+    config
+        .guard_in_front
+        .unwrap_or(request.hints.offers_history)
+}
+
+/// What collapses: every older observation at once, or, where collapses may wait, as the
+/// turn-by-turn schedule says.
+fn plan(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    config: &Config,
+    notice_written: bool,
+    waits: bool,
+) -> Plan {
+    let max = config.receipt_max_bytes;
+    if !waits {
+        return projection::plan(session, max, notice_written);
+    }
+    let schedule = waiting::schedule(request.transcript(), session, max);
+    let mut plan = projection::plan_waiting(session, max, notice_written, &schedule.collapsed_at);
+    plan.batch = schedule.batch;
+    plan
 }
 
 /// The request, the format it was read as and why; `None` when a tail cannot be read as a

@@ -1,0 +1,124 @@
+//! Whether a request offers the MCP guard's `browser_history` tool (SPEC 9, C5: a collapse
+//! may wait only where the guard stands between the model and the browser). A request offers
+//! it by declaring it among its tools (`name`, `function.name`, Gemini's
+//! `functionDeclarations[].name`), or by naming it alone on a line of a system text, as
+//! agents that load tools on demand list them (Claude Code's deferred tools). Only the
+//! agent's own parts are read: tool results, where page text arrives, never count.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::tools::is_own;
+
+/// One declared tool, in any of the providers' shapes; every field optional.
+#[derive(Deserialize)]
+struct Declared<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    function: Option<Named<'a>>,
+    #[serde(
+        rename = "functionDeclarations",
+        alias = "function_declarations",
+        borrow
+    )]
+    declarations: Option<Vec<Named<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// A list of tools names the guard's history tool.
+pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
+    let Some(Ok(tools)) = raw.map(|r| serde_json::from_str::<Vec<Declared<'_>>>(r.get())) else {
+        return false;
+    };
+    tools.iter().any(|tool| {
+        let nested = tool
+            .function
+            .iter()
+            .chain(tool.declarations.iter().flatten());
+        let names = tool
+            .name
+            .iter()
+            .chain(nested.filter_map(|n| n.name.as_ref()));
+        names.into_iter().any(|name| is_own(name))
+    })
+}
+
+/// A system prompt (a string, or blocks with `text`) lists the history tool.
+pub(super) fn in_system(raw: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(borrow)]
+        text: Option<Cow<'a, str>>,
+    }
+    let Some(raw) = raw else {
+        return false;
+    };
+    if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(raw.get()) {
+        return in_text(&text);
+    }
+    serde_json::from_str::<Vec<Block<'_>>>(raw.get())
+        .is_ok_and(|blocks| blocks.iter().filter_map(|b| b.text.as_deref()).any(in_text))
+}
+
+/// A line of `text` is the history tool's name and nothing else (a list item's marker
+/// aside).
+pub(super) fn in_text(text: &str) -> bool {
+    text.lines().any(|line| {
+        let name = line.trim().trim_start_matches(['-', '*']).trim_start();
+        !name.contains(char::is_whitespace) && is_own(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_string()).expect("raw JSON")
+    }
+
+    #[test]
+    fn tools_name_it_in_every_providers_shape() {
+        let offered = [
+            r#"[{"name":"mcp__pw__browser_click"},{"name":"mcp__pw__browser_history"}]"#,
+            r#"[{"type":"function","function":{"name":"browser_history"}}]"#,
+            r#"[{"type":"function","name":"browser_history","parameters":{}}]"#,
+            r#"[{"functionDeclarations":[{"name":"mcp_pw_browser_history"}]}]"#,
+        ];
+        for tools in offered {
+            assert!(in_tools(Some(&raw(tools))), "{tools}");
+        }
+        let not = [
+            r#"[{"name":"browser_click"},{"name":"browser_history_export"}]"#,
+            r#"[{"name":"Bash","description":"browser_history"}]"#,
+            r#"{"name":"browser_history"}"#,
+            "null",
+        ];
+        for tools in not {
+            assert!(!in_tools(Some(&raw(tools))), "{tools}");
+        }
+        assert!(!in_tools(None));
+    }
+
+    #[test]
+    fn a_system_text_lists_it_alone_on_a_line() {
+        let deferred = "The following deferred tools are now available:\nmcp__playwright__browser_click\nmcp__playwright__browser_history\nmcp__playwright__browser_hover";
+        assert!(in_text(deferred));
+        assert!(in_text("- browser_history"));
+        assert!(!in_text("Use browser_history to read old pages."));
+        assert!(!in_text("mcp__playwright__browser_history_export"));
+        let blocks = serde_json::json!([{"type": "text", "text": deferred}]).to_string();
+        assert!(in_system(Some(&raw(&blocks))));
+        let string = serde_json::to_string(deferred).expect("JSON string");
+        assert!(in_system(Some(&raw(&string))));
+        assert!(!in_system(Some(&raw("42"))));
+    }
+}
