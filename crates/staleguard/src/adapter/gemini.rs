@@ -50,8 +50,6 @@ struct Envelope<'a> {
     /// `{"model", "project", "user_prompt_id", "request": {"contents", ...}}`.
     #[serde(borrow)]
     request: Option<&'a RawValue>,
-    #[serde(borrow)]
-    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -181,7 +179,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
         server_side_history: envelope.cached_content.is_some(),
-        offers_history: offers::in_tools(envelope.tools),
+        offers_history: offers::in_body(body),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);

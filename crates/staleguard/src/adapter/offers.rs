@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::tools::is_own;
+use crate::tools::{is_own, HISTORY_TOOL};
 
 /// One declared tool, in any of the providers' shapes; every field optional.
 #[derive(Deserialize)]
@@ -49,6 +49,32 @@ pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
             .chain(nested.filter_map(|n| n.name.as_ref()));
         names.into_iter().any(|name| is_own(name))
     })
+}
+
+/// The top-level `tools` (or Chat Completions' legacy `functions`, Gemini Code Assist's
+/// `request.tools`) name the history tool, or the Responses `instructions` list it. Read apart
+/// from the envelope, so that a body that gives a key twice is read as it always was, and only
+/// when the body holds the name at all.
+pub(super) fn in_body(body: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Declares<'a> {
+        #[serde(borrow)]
+        tools: Option<&'a RawValue>,
+        #[serde(borrow)]
+        functions: Option<&'a RawValue>,
+        #[serde(borrow)]
+        instructions: Option<&'a RawValue>,
+        #[serde(borrow)]
+        request: Option<&'a RawValue>,
+    }
+    fn declares(body: &str, depth: u8) -> bool {
+        let Ok(d) = serde_json::from_str::<Declares<'_>>(body) else {
+            return false;
+        };
+        let wrapped = || depth == 0 && d.request.is_some_and(|r| declares(r.get(), 1));
+        in_tools(d.tools) || in_tools(d.functions) || in_system(d.instructions) || wrapped()
+    }
+    body.contains(HISTORY_TOOL) && declares(body, 0)
 }
 
 /// A system prompt (a string, or blocks with `text`) lists the history tool.
@@ -106,6 +132,28 @@ mod tests {
             assert!(!in_tools(Some(&raw(tools))), "{tools}");
         }
         assert!(!in_tools(None));
+    }
+
+    #[test]
+    fn a_body_declares_it_at_the_top_or_inside_gemini_code_assists_wrapper() {
+        let offered = [
+            r#"{"messages":[],"tools":[{"type":"function","function":{"name":"browser_history"}}]}"#,
+            r#"{"input":[],"instructions":"Deferred tools:\nmcp__pw__browser_history"}"#,
+            r#"{"model":"m","request":{"contents":[],"tools":[{"functionDeclarations":[{"name":"mcp_pw_browser_history"}]}]}}"#,
+        ];
+        for body in offered {
+            assert!(in_body(body), "{body}");
+        }
+        let not = [
+            // Named in a tool result only: page text offers nothing.
+            r#"{"messages":[{"role":"tool","content":"browser_history"}],"tools":[]}"#,
+            // A key given twice is no declaration, and no error either.
+            r#"{"tools":[{"name":"browser_history"}],"tools":[]}"#,
+            r#"{"messages":[],"tools":[{"name":"browser_click"}]}"#,
+        ];
+        for body in not {
+            assert!(!in_body(body), "{body}");
+        }
     }
 
     #[test]

@@ -36,11 +36,6 @@ struct Envelope<'a> {
     system: Seen<'a>,
     #[serde(default, borrow)]
     anthropic_version: Seen<'a>,
-    #[serde(default, borrow)]
-    tools: Seen<'a>,
-    /// Legacy function calling's tool list.
-    #[serde(default, borrow)]
-    functions: Seen<'a>,
 }
 
 /// [`Envelope`] as it was before it kept [`Seen`] keys, for a body that is an array: serde
@@ -64,10 +59,6 @@ mod listed {
         system: Option<&'a RawValue>,
         #[serde(borrow)]
         anthropic_version: Option<&'a RawValue>,
-        #[serde(borrow)]
-        tools: Option<&'a RawValue>,
-        #[serde(borrow)]
-        functions: Option<&'a RawValue>,
     }
 
     impl<'a> From<Envelope<'a>> for super::Envelope<'a> {
@@ -79,8 +70,6 @@ mod listed {
                 request: Seen(l.request),
                 system: Seen(l.system),
                 anthropic_version: Seen(l.anthropic_version),
-                tools: Seen(l.tools),
-                functions: Seen(l.functions),
             }
         }
     }
@@ -94,8 +83,6 @@ const ENVELOPE: tail::Envelope = tail::Envelope {
         "request",
         "system",
         "anthropic_version",
-        "tools",
-        "functions",
     ],
     tells,
 };
@@ -108,7 +95,6 @@ fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
         "contents" => hints.has_contents = raw.is_some_and(super::gemini::has_parts),
         "request" => hints.wrapped_contents = raw.is_some_and(super::gemini::wraps_contents),
         "system" | "anthropic_version" => hints.has_system = raw.is_some(),
-        "tools" | "functions" => hints.offers_history = offers::in_tools(raw),
         _ => {}
     }
     (hints, 0)
@@ -179,12 +165,12 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         ("request", envelope.request),
         ("system", envelope.system),
         ("anthropic_version", envelope.anthropic_version),
-        ("tools", envelope.tools),
-        ("functions", envelope.functions),
     ];
     for (name, seen) in keys {
         request.note_key(name, seen, tells);
     }
+    // `tools` is no key of the envelope: a body that gives it twice is read as it always was.
+    request.hints.offers_history |= offers::in_body(body);
     Ok(request)
 }
 

@@ -25,10 +25,6 @@ struct Envelope<'a> {
     messages: Option<IgnoredAny>,
     previous_response_id: Option<IgnoredAny>,
     conversation: Option<IgnoredAny>,
-    #[serde(borrow)]
-    tools: Option<&'a RawValue>,
-    #[serde(borrow)]
-    instructions: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -60,8 +56,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         server_side_history: envelope.previous_response_id.is_some()
             || envelope.conversation.is_some(),
-        offers_history: offers::in_tools(envelope.tools)
-            || offers::in_system(envelope.instructions),
+        offers_history: offers::in_body(body),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
