@@ -841,9 +841,9 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
     // Chrome DevTools MCP's seven, 3 for the seed session.
     assert_eq!(facts, 4 * 31 + 35 + 3, "facts checked");
     // Large real pages: within 3% of the cheapest projection that keeps only the newest page,
-    // and every fact where it is needed but this one (a lead-in line, "Currently possible
-    // values are:", whose list of values the model quoted, not the line).
-    const FACTS_MISSED: &[(&str, &str)] = &[("node_os", "Currently possible values are:")];
+    // and every fact where it is needed (node_os's lead-in line "Currently possible values
+    // are:" too, since a page keeps quotes by its size). A known miss goes here.
+    const FACTS_MISSED: &[(&str, &str)] = &[];
     let real_facts = repo().join("fixtures/realdocs/facts");
     let real = replay(
         &["--facts-dir", real_facts.to_str().unwrap()],
@@ -949,9 +949,9 @@ fn sessions_of_partial_views_and_data_formats_are_never_dearer() {
 fn documentation_sets_keep_facts_where_needed_held_out_reported_apart() {
     // (server, tuned facts kept, held-out facts kept), of 54 and 27, measured, as floors.
     const FLOORS: &[(&str, usize, usize)] = &[
-        ("pwmcp-0.0.41", 32, 19),
-        ("pwmcp-0.0.83", 35, 17),
-        ("cdmcp-1.11.0", 33, 14),
+        ("pwmcp-0.0.41", 40, 23),
+        ("pwmcp-0.0.83", 43, 19),
+        ("cdmcp-1.11.0", 39, 16),
     ];
     let docsets = repo().join("fixtures/docsets");
     let held = std::fs::read_to_string(docsets.join("HELDOUT")).expect("HELDOUT");

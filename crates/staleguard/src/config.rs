@@ -26,9 +26,9 @@ pub struct Config {
     pub max_repeats: u32,
     /// Bytes of a receipt line (200); a longer one is cut in the middle, visibly.
     pub receipt_max_bytes: usize,
-    /// Bytes of quote lines on the evidence track (16 KiB).
+    /// Bytes of quote lines on the evidence track (32 KiB).
     pub evidence_max_bytes: usize,
-    /// Quotes on the evidence track (32).
+    /// Quotes on the evidence track (64).
     pub evidence_max_items: usize,
     /// Bytes of one quote (2 KiB): a longer chunk is refused whole, with a notice, never
     /// clipped.
@@ -56,8 +56,8 @@ impl Default for Config {
             progress_tracking: None,
             max_repeats: 3,
             receipt_max_bytes: 200,
-            evidence_max_bytes: 16 * 1024,
-            evidence_max_items: 32,
+            evidence_max_bytes: 32 * 1024,
+            evidence_max_items: 64,
             evidence_max_quote_bytes: 2 * 1024,
             request_budget_bytes: None,
             browser_tools: DEFAULT_BROWSER_TOOLS
@@ -329,7 +329,7 @@ mod tests {
         assert!(!c.browser_history_compaction);
         assert!(!c.evidence_enabled() && !c.progress_enabled());
         assert_eq!((c.max_repeats, c.receipt_max_bytes), (3, 200));
-        assert_eq!((c.evidence_max_bytes, c.evidence_max_items), (16384, 32));
+        assert_eq!((c.evidence_max_bytes, c.evidence_max_items), (32768, 64));
         assert_eq!(c.evidence_max_quote_bytes, 2048);
         assert_eq!(c.request_budget_bytes, None);
     }

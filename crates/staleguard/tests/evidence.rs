@@ -502,3 +502,54 @@ fn text_every_page_repeats_is_not_quoted() {
         "{quotes:?}"
     );
 }
+
+/// A Playwright MCP page at `url`: `answers` lines that answer the task, then filler up to
+/// `bytes`.
+fn page_of(url: &str, answers: usize, bytes: usize) -> String {
+    let mut text = format!(
+        "### Page state\n- Page URL: {url}\n- Page Title: Settings\n- Page Snapshot:\n```yaml\n- button \"Next\" [ref=e1]\n"
+    );
+    let mut n = 2;
+    for k in 0..answers {
+        text.push_str(&format!(
+            "- paragraph [ref=e{n}]: The widget cache setting cache_{k} keeps entries for {k}0 seconds.\n"
+        ));
+        n += 1;
+    }
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "- paragraph [ref=e{n}]: Gardens bloom in spring; note {n} on tulip bulbs and soil.\n"
+        ));
+        n += 1;
+    }
+    text.push_str("```");
+    text
+}
+
+/// A page keeps quotes by how much it holds: a 100 KB reference page more than a 6 KB one
+/// with the same 30 answering lines (SPEC 3, a per-page share of the caps).
+#[test]
+fn a_large_page_keeps_more_quotes_than_a_small_one() {
+    let kept = |bytes: usize| {
+        let body = serde_json::json!({"model": "gpt-4.1", "messages": [
+            {"role": "user", "content": "Which widget cache settings are there, and how long does each keep entries?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "browser_navigate", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": page_of("http://docs.test/cache", 30, bytes)},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function",
+                "function": {"name": "browser_click", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": page_of("http://docs.test/next", 0, 500)},
+        ]})
+        .to_string();
+        let p = project_with(&body, &on(), &[]);
+        let quotes = retained(&p);
+        assert!(
+            quotes.iter().all(|q| q.contains("widget cache setting")),
+            "{quotes:?}"
+        );
+        quotes.len()
+    };
+    let (small, large) = (kept(6_000), kept(100_000));
+    assert!((5..=8).contains(&small), "6 KB page: {small} quotes");
+    assert!(large >= 16, "100 KB page: {large} quotes");
+}

@@ -34,6 +34,13 @@ pub(crate) const MAX_QUOTES_PER_PAGE: usize = 5;
 /// follows how much it answers.
 pub(crate) const MAX_QUOTES_PER_ANSWERING_PAGE: usize = 8;
 
+/// Page text per quote a page keeps besides its own: a 345 KB reference page holds answers
+/// to many more questions than a 10 KB one, and its quotes cost a hundredth of its bytes.
+const PAGE_BYTES_PER_QUOTE: usize = 8 * 1024;
+
+/// Quotes the largest page keeps at most.
+const MAX_QUOTES_PER_LARGE_PAGE: usize = 40;
+
 /// Lines that date a page's content (published, on sale from, revised) one page keeps
 /// besides its quotes.
 const DATE_LINES_PER_PAGE: usize = 2;
@@ -726,6 +733,7 @@ pub(crate) fn choose_for_page<'t>(
     let strong = (f64::from(best_score) * STRONG_SHARE_OF_BEST) as u32;
     let answering = chunks.iter().filter(|(_, s)| *s >= strong).count();
     let max = answering.clamp(MAX_QUOTES_PER_PAGE, MAX_QUOTES_PER_ANSWERING_PAGE);
+    let max = (max + page.text.len() / PAGE_BYTES_PER_QUOTE).min(MAX_QUOTES_PER_LARGE_PAGE);
     best(chunks, DATE_LINE, max, state, true)
 }
 

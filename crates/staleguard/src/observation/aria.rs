@@ -142,6 +142,8 @@ const BLOCK_ROLES: &[&str] = &[
     "row",
     "term",
     "definition",
+    "strong",
+    "emphasis",
 ];
 
 /// Roles that hold rows: their first and last rows with numbers are candidates of their own.
@@ -162,6 +164,8 @@ enum BlockKind {
     Definition,
     /// A paragraph, list item, quote.
     Text,
+    /// Bold or emphasised text with children of its own (`strong` with `code` inside).
+    Bold,
 }
 
 impl BlockKind {
@@ -172,6 +176,7 @@ impl BlockKind {
             "heading" | "caption" => BlockKind::Label,
             "term" => BlockKind::Term,
             "definition" => BlockKind::Definition,
+            "strong" | "emphasis" => BlockKind::Bold,
             _ => BlockKind::Text,
         }
     }
@@ -213,6 +218,8 @@ struct Blocks {
     links: Vec<usize>,
     /// The chunk of the last term read, which the definition right after it joins.
     term: Option<usize>,
+    /// Indices of chunks that are a `strong` or `emphasis` node's text, ascending.
+    bold: Vec<usize>,
 }
 
 impl Blocks {
@@ -251,6 +258,7 @@ impl Blocks {
                 "row" => self.add_row(first),
                 "heading" | "caption" => obs.headings.extend(first..obs.chunks.len()),
                 "link" => self.links.extend(first..obs.chunks.len()),
+                "strong" | "emphasis" => self.bold.extend(first..obs.chunks.len()),
                 "term" => self.term = Some(first),
                 _ => {}
             }
@@ -305,6 +313,7 @@ impl Blocks {
         obs.table_ends.retain(|&i| i < first);
         obs.headings.retain(|&i| i < first);
         self.links.retain(|&i| i < first);
+        self.bold.retain(|&i| i < first);
     }
 
     fn close_last(&mut self, obs: &mut Observation<'_>) {
@@ -352,6 +361,10 @@ impl Blocks {
             self.truncate(first, obs);
             return;
         }
+        let kind = match kind {
+            BlockKind::Text if self.bold_label(first, obs) => BlockKind::Label,
+            kind => kind,
+        };
         let term = self
             .term
             .filter(|&t| kind == BlockKind::Definition && t + 1 == first);
@@ -375,10 +388,28 @@ impl Blocks {
             BlockKind::Row if gave => self.add_row(first),
             BlockKind::Label if gave => obs.headings.push(first),
             BlockKind::Term if gave => self.term = Some(first),
+            BlockKind::Bold if gave => self.bold.push(first),
             _ => {}
         }
     }
 }
+
+impl Blocks {
+    /// A paragraph that is one short bold line, no sentence (`Table 28.1. Dynamic
+    /// Statistics Views`, `Note`): a caption or heading in all but its role.
+    fn bold_label(&self, first: usize, obs: &Observation<'_>) -> bool {
+        let chunks = obs.chunks.get(first..).unwrap_or_default();
+        let all_bold = (first..obs.chunks.len()).all(|i| self.bold.binary_search(&i).is_ok());
+        let text_len: usize = chunks.iter().map(|c| c.trim().len()).sum();
+        let sentence = chunks
+            .last()
+            .is_some_and(|c| c.trim_end().ends_with(['.', '!', '?']));
+        !chunks.is_empty() && all_bold && text_len <= MAX_BOLD_LABEL && !sentence
+    }
+}
+
+/// Bytes of a bold line that reads as a caption or heading at most.
+const MAX_BOLD_LABEL: usize = 100;
 
 /// The canonical nodes of `tree`, as a full parse finds them.
 pub fn tree_nodes(tree: &str) -> Vec<Node> {
@@ -1362,6 +1393,38 @@ mod tests {
         assert_eq!(obs.table_ends, [4]);
         // Every link keeps its ref: only the text changed.
         assert_eq!(obs.refs.len(), 24);
+    }
+
+    /// A paragraph that is one short bold line is a caption in all but its role (DocBook's
+    /// `Table 28.3. pg_stat_activity View`); a bold sentence, or bold inside a sentence, is
+    /// text.
+    #[test]
+    fn a_short_bold_line_alone_is_a_label() {
+        let page = r##"- paragraph [ref=e1]:
+  - strong [ref=e2]: Table 28.1. Dynamic Statistics Views
+- paragraph [ref=e3]:
+  - strong [ref=e4]:
+    - text: Table 28.3.
+    - code [ref=e5]: pg_stat_activity
+    - text: View
+- paragraph [ref=e6]:
+  - strong [ref=e7]: Never run VACUUM FULL on a busy table.
+- paragraph [ref=e8]:
+  - text: The
+  - strong [ref=e9]: n_dead_tup
+  - text: column estimates dead rows
+"##;
+        let (obs, _) = tree(page);
+        assert_eq!(
+            chunks(&obs),
+            [
+                "Table 28.1. Dynamic Statistics Views",
+                "Table 28.3. pg_stat_activity View",
+                "Never run VACUUM FULL on a busy table.",
+                "The n_dead_tup column estimates dead rows",
+            ]
+        );
+        assert_eq!(obs.headings, [0, 1]);
     }
 
     #[test]
