@@ -1041,3 +1041,85 @@ fn coding_sessions_collapse_only_when_it_pays() {
     }
     std::fs::remove_dir_all(&scratch).ok();
 }
+
+/// The quotes in the tool results of a request body (OpenAI Chat): the text of every
+/// `{"quote": ...}` line.
+fn quotes_in(body: &Value) -> Vec<String> {
+    let mut quotes = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        let Some(text) = m["content"].as_str().filter(|_| m["role"] == "tool") else {
+            continue;
+        };
+        for line in text.lines().filter(|l| l.starts_with("{\"quote\":")) {
+            if let Ok(q) = serde_json::from_str::<Value>(line) {
+                quotes.extend(q["quote"].as_str().map(str::to_string));
+            }
+        }
+    }
+    quotes
+}
+
+/// Issue 28, C3 as amended: on each follow-up question of the documentation sets (every
+/// server), every fact that a quote held in the request before the question is still held
+/// by one in the request that carries it.
+#[test]
+fn a_follow_up_keeps_every_fact_a_quote_held_before_it() {
+    let docsets = repo().join("fixtures/docsets");
+    let dir = scratch("follow-ups");
+    let (mut follow_ups, mut held) = (0, 0);
+    for server in ["pwmcp-0.0.41", "pwmcp-0.0.83", "cdmcp-1.11.0"] {
+        let mut sessions: Vec<PathBuf> = std::fs::read_dir(docsets.join(server))
+            .expect("server folder")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+            .collect();
+        sessions.sort();
+        let saved = dir.join(server);
+        let out = run(&["--save-requests", saved.to_str().unwrap()], &sessions);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for session in &sessions {
+            let file = session.file_name().unwrap().to_string_lossy().to_string();
+            let scenario = file.split('.').next().unwrap();
+            let facts =
+                std::fs::read_to_string(docsets.join("facts").join(format!("{scenario}.txt")))
+                    .expect("facts file");
+            let facts: Vec<&str> = facts.lines().filter(|l| !l.trim().is_empty()).collect();
+            let turn = |t: usize| -> Option<Value> {
+                let path = saved
+                    .join(&file)
+                    .join(format!("turn-{t:02}.staleguard.json"));
+                let text = std::fs::read_to_string(path).ok()?;
+                serde_json::from_str(&text).ok()
+            };
+            let mut t = 2;
+            while let (Some(before), Some(after)) = (turn(t - 1), turn(t)) {
+                t += 1;
+                // A follow-up: the request ends with a user message after the first one.
+                let last = after["messages"].as_array().and_then(|m| m.last()).cloned();
+                if !last.is_some_and(|m| m["role"] == "user") {
+                    continue;
+                }
+                follow_ups += 1;
+                let (was, now) = (quotes_in(&before), quotes_in(&after));
+                for fact in &facts {
+                    if was.iter().any(|q| q.contains(fact)) {
+                        held += 1;
+                        assert!(
+                            now.iter().any(|q| q.contains(fact)),
+                            "{server}/{file} turn {}: the follow-up lost {fact:?}",
+                            t - 1
+                        );
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{follow_ups} follow-ups, {held} facts held by quotes before them");
+    assert!(follow_ups >= 40, "{follow_ups} follow-ups");
+    assert!(held > 0, "no fact was held by a quote before a follow-up");
+    std::fs::remove_dir_all(&dir).ok();
+}
