@@ -320,6 +320,9 @@ impl Blocks {
         match self.frames.pop() {
             Some(Frame::Block { first, kind, .. }) => self.close_block(first, kind, obs),
             Some(Frame::Named { at, .. }) => self.truncate(at + 1, obs),
+            Some(Frame::Table { rows, .. }) if self.is_label_table(&rows, obs) => {
+                self.join_table(&rows, obs)
+            }
             Some(Frame::Table { rows, .. }) => {
                 let numbered: Vec<usize> = rows
                     .iter()
@@ -395,6 +398,42 @@ impl Blocks {
 }
 
 impl Blocks {
+    /// A short table whose every row is a label and its value (`Default: SSLProtocol all
+    /// -SSLv3`), its rows the table's last chunks: a reader reads it whole, as a definition
+    /// list, and a value is found by the label beside it.
+    fn is_label_table(&self, rows: &[usize], obs: &Observation<'_>) -> bool {
+        let Some(&first) = rows.first() else {
+            return false;
+        };
+        let contiguous = rows.iter().copied().eq(first..obs.chunks.len());
+        let chunks = obs.chunks.get(first..).unwrap_or_default();
+        let bytes: usize = chunks.iter().map(|c| c.len() + 1).sum();
+        let labelled = |c: &Cow<'_, str>| {
+            c.split_once(": ").is_some_and(|(label, _)| {
+                !label.is_empty() && label.len() <= MAX_LABEL && !label.contains(':')
+            })
+        };
+        contiguous
+            && (2..=MAX_LABEL_ROWS).contains(&rows.len())
+            && bytes <= MAX_LABEL_TABLE
+            && chunks.iter().all(labelled)
+    }
+
+    /// The rows of a label table as one chunk, in order.
+    fn join_table(&mut self, rows: &[usize], obs: &mut Observation<'_>) {
+        let Some(&first) = rows.first() else {
+            return;
+        };
+        let pieces = obs.chunks.get(first..).unwrap_or_default();
+        let joined = pieces
+            .iter()
+            .map(|p| p.trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.truncate(first, obs);
+        obs.chunks.push(Cow::Owned(joined));
+    }
+
     /// A paragraph that is one short bold line, no sentence (`Table 28.1. Dynamic
     /// Statistics Views`, `Note`): a caption or heading in all but its role.
     fn bold_label(&self, first: usize, obs: &Observation<'_>) -> bool {
@@ -407,6 +446,15 @@ impl Blocks {
         !chunks.is_empty() && all_bold && text_len <= MAX_BOLD_LABEL && !sentence
     }
 }
+
+/// Rows of a label table at most (Apache's directive summaries have 5 to 7).
+const MAX_LABEL_ROWS: usize = 8;
+
+/// Bytes of a label table's text at most: it must fit one quote.
+const MAX_LABEL_TABLE: usize = 1024;
+
+/// Bytes of a label (`Compatibility`) at most.
+const MAX_LABEL: usize = 24;
 
 /// Bytes of a bold line that reads as a caption or heading at most.
 const MAX_BOLD_LABEL: usize = 100;
@@ -1425,6 +1473,37 @@ mod tests {
             ]
         );
         assert_eq!(obs.headings, [0, 1]);
+    }
+
+    /// A short table of labels and values (Apache's directive summary) is one chunk, so the
+    /// default is found with the description beside it; a data table keeps a chunk a row.
+    #[test]
+    fn a_short_table_of_labels_and_values_reads_whole() {
+        let page = r##"- table [ref=e1]:
+  - rowgroup [ref=e2]:
+    - 'row "Description: Number of seconds before an SSL session expires" [ref=e3]':
+      - cell "Description:" [ref=e4]
+      - cell "Number of seconds before an SSL session expires" [ref=e5]
+    - 'row "Default: SSLSessionCacheTimeout 300" [ref=e6]':
+      - cell "Default:" [ref=e7]
+      - cell "SSLSessionCacheTimeout 300" [ref=e8]
+- table [ref=e9]:
+  - row "Quarter Price" [ref=e10]
+  - row "Q3 2024 $1,140" [ref=e11]
+  - row "Q4 2024 $1,100" [ref=e12]
+"##;
+        let (obs, _) = tree(page);
+        assert_eq!(
+            chunks(&obs),
+            [
+                "Description: Number of seconds before an SSL session expires Default: SSLSessionCacheTimeout 300",
+                "Quarter Price",
+                "Q3 2024 $1,140",
+                "Q4 2024 $1,100",
+            ]
+        );
+        assert_eq!(obs.headings, [1]);
+        assert_eq!(obs.table_ends, [2, 3]);
     }
 
     #[test]
