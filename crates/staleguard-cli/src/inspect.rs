@@ -93,7 +93,7 @@ impl<'p> Report<'p> {
             format_reason: projected.format_reason,
             server_side_history: projected.server_side_history,
             breakpoint: projected.breakpoint.map(staleguard::Breakpoint::as_str),
-            waited_collapses_from: waited_collapses_from(projected),
+            waited_collapses_from: projected.report().batch_result().map(|r| r.message),
             results,
             calls,
             stalled,
@@ -165,16 +165,6 @@ impl<'p> Report<'p> {
         ));
         out
     }
-}
-
-/// The message of the first observation that had waited and that `projected` collapses.
-fn waited_collapses_from(projected: &Projection) -> Option<usize> {
-    let plan = projected.report();
-    let item = plan.batch?;
-    plan.results
-        .iter()
-        .find(|r| r.item == item)
-        .map(|r| r.message)
 }
 
 impl<'p> From<&'p ResultReport> for Row<'p> {

@@ -480,20 +480,19 @@ fn summarise(runs: Vec<Run>) -> Vec<StrategyReplay> {
             relative_to_none: ratio(total.cost, totals[0].cost),
             relative_to_newest_only: ratio(total.cost, totals[1].cost),
             stale_refs: run.turns.iter().map(|t| t.stale_refs).sum(),
-            frozen_history_broken: run
-                .turns
-                .iter()
-                .filter(|t| t.frozen_history_broken)
-                .map(|t| t.turn)
-                .collect(),
-            waited_collapses_done: run
-                .turns
-                .iter()
-                .filter(|t| t.waited_collapses_done)
-                .map(|t| t.turn)
-                .collect(),
+            frozen_history_broken: turns_where(&run, |t| t.frozen_history_broken),
+            waited_collapses_done: turns_where(&run, |t| t.waited_collapses_done),
             turns: run.turns,
         })
+        .collect()
+}
+
+/// The turns (from 1) of `run` for which `pick` holds.
+fn turns_where(run: &Run, pick: fn(&Turn) -> bool) -> Vec<usize> {
+    run.turns
+        .iter()
+        .filter(|t| pick(t))
+        .map(|t| t.turn)
         .collect()
 }
 
@@ -600,10 +599,7 @@ fn send(
         .filter(|r| matches!(r.status, Status::Collapsed | Status::Waiting))
         .map(|r| r.item)
         .collect();
-    let batch = projected.report().batch;
-    let batch = batch
-        .and_then(|item| results.iter().find(|r| r.item == item))
-        .map(|r| r.message);
+    let batch = projected.report().batch_result().map(|r| r.message);
     Ok(Sent {
         bodies: [
             request.to_string(),

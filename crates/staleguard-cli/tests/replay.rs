@@ -939,6 +939,18 @@ fn sessions_of_partial_views_and_data_formats_are_never_dearer() {
     assert!(facts > 40, "{facts} facts checked");
 }
 
+/// The OpenAI bodies of the documentation sets recorded with `server`, sorted.
+fn docset_sessions(server: &str) -> Vec<PathBuf> {
+    let dir = repo().join("fixtures/docsets").join(server);
+    let mut sessions: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("server folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
+        .collect();
+    sessions.sort();
+    sessions
+}
+
 /// Issue 28's corpus: 18 reading tasks over six real documentation sets of different
 /// generators, on three servers (`fixtures/docsets`), two sets held out of every tuning run
 /// (`fixtures/docsets/HELDOUT`). Reports facts where needed per server, tuned and held out
@@ -959,12 +971,7 @@ fn documentation_sets_keep_facts_where_needed_held_out_reported_apart() {
     assert_eq!(held.len(), 2, "two of the six sets are held out");
     let facts = docsets.join("facts");
     for &(server, tuned_floor, held_floor) in FLOORS {
-        let mut sessions: Vec<PathBuf> = std::fs::read_dir(docsets.join(server))
-            .expect("server folder")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
-            .collect();
-        sessions.sort();
+        let sessions = docset_sessions(server);
         assert_eq!(sessions.len(), 18, "{server}: 18 tasks");
         let out = replay(&["--facts-dir", facts.to_str().unwrap()], &sessions);
         let (mut kept, mut all) = ([0usize; 2], [0usize; 2]);
@@ -1068,12 +1075,7 @@ fn a_follow_up_keeps_every_fact_a_quote_held_before_it() {
     let dir = scratch("follow-ups");
     let (mut follow_ups, mut held) = (0, 0);
     for server in ["pwmcp-0.0.41", "pwmcp-0.0.83", "cdmcp-1.11.0"] {
-        let mut sessions: Vec<PathBuf> = std::fs::read_dir(docsets.join(server))
-            .expect("server folder")
-            .map(|e| e.expect("entry").path())
-            .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
-            .collect();
-        sessions.sort();
+        let sessions = docset_sessions(server);
         let saved = dir.join(server);
         let out = run(&["--save-requests", saved.to_str().unwrap()], &sessions);
         assert!(

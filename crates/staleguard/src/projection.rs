@@ -103,6 +103,13 @@ impl Plan {
         self.edits.iter().filter(|e| !e.append).count()
     }
 
+    /// The report of the first observation that had waited and that this request
+    /// collapses ([`batch`](Self::batch)).
+    pub fn batch_result(&self) -> Option<&ResultReport> {
+        let item = self.batch?;
+        self.results.iter().find(|r| r.item == item)
+    }
+
     /// Text bytes saved by the edits.
     pub fn saved_bytes(&self) -> usize {
         self.results

@@ -504,26 +504,14 @@ fn text_every_page_repeats_is_not_quoted() {
 }
 
 /// A Playwright MCP page at `url`: `answers` lines that answer the task, then filler up to
-/// `bytes`.
+/// `bytes` (the answers come first: every page here is larger than they are).
 fn page_of(url: &str, answers: usize, bytes: usize) -> String {
-    let mut text = format!(
-        "### Page state\n- Page URL: {url}\n- Page Title: Settings\n- Page Snapshot:\n```yaml\n- button \"Next\" [ref=e1]\n"
-    );
-    let mut n = 2;
-    for k in 0..answers {
-        text.push_str(&format!(
-            "- paragraph [ref=e{n}]: The widget cache setting cache_{k} keeps entries for {k}0 seconds.\n"
-        ));
-        n += 1;
-    }
-    while text.len() < bytes {
-        text.push_str(&format!(
-            "- paragraph [ref=e{n}]: Gardens bloom in spring; note {n} on tulip bulbs and soil.\n"
-        ));
-        n += 1;
-    }
-    text.push_str("```");
-    text
+    playwright_page(url, "Settings", bytes, |n| match n - 2 {
+        k if k < answers => {
+            format!("The widget cache setting cache_{k} keeps entries for {k}0 seconds.")
+        }
+        _ => format!("Gardens bloom in spring; note {n} on tulip bulbs and soil."),
+    })
 }
 
 /// A page keeps quotes by how much it holds: a 100 KB reference page more than a 6 KB one

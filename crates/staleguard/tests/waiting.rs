@@ -11,18 +11,9 @@ use support::{messages, on};
 
 /// A Playwright MCP 0.0.41 page of about `bytes` bytes at `url`.
 fn page(url: &str, bytes: usize) -> String {
-    let mut text = format!(
-        "### Page state\n- Page URL: {url}\n- Page Title: {url}\n- Page Snapshot:\n```yaml\n- button \"Go\" [ref=e1]\n"
-    );
-    let mut n = 2;
-    while text.len() < bytes {
-        text.push_str(&format!(
-            "- paragraph [ref=e{n}]: line {n} of the page at {url}, words to read\n"
-        ));
-        n += 1;
-    }
-    text.push_str("```");
-    text
+    support::playwright_page(url, url, bytes, |n| {
+        format!("line {n} of the page at {url}, words to read")
+    })
 }
 
 fn call(id: &str, name: &str) -> Value {

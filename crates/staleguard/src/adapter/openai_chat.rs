@@ -190,7 +190,7 @@ fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>)
         Some("function") => read_result(request, index, m.name, m.content),
         Some("assistant") => read_assistant(request, index, &m),
         Some("user") => read_text(request, Role::User, m.content),
-        Some("system" | "developer") => read_system(request, m.content),
+        Some("system" | "developer") => read_text(request, Role::System, m.content),
         _ => request.push(Item::Other),
     }
 }
@@ -235,19 +235,10 @@ fn read_assistant<'a>(request: &mut WireRequest<'a>, index: usize, m: &Message<'
     }
 }
 
-/// A system message: its text, which may list the tools loaded on demand.
-fn read_system<'a>(request: &mut WireRequest<'a>, content: Option<&'a RawValue>) {
-    if let Some(c) = content.and_then(|raw| content::read(raw, "text")) {
-        request.hints.offers_history |= offers::in_text(&c.text);
-        request.push(Item::Text {
-            role: Role::System,
-            text: c.text,
-        });
-    }
-}
-
 fn read_text<'a>(request: &mut WireRequest<'a>, role: Role, content: Option<&'a RawValue>) {
     if let Some(c) = content.and_then(|raw| content::read(raw, "text")) {
+        // A system text may list the tools loaded on demand.
+        request.hints.offers_history |= role == Role::System && offers::in_text(&c.text);
         request.push(Item::Text { role, text: c.text });
     }
 }

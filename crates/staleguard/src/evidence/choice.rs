@@ -182,7 +182,7 @@ impl Choice {
                     }
                     let (_, asked, index) = index.get_or_insert_with(|| {
                         let asked = Asked::of(transcript, events);
-                        let index = Index::of(session, plan, &asked.all, &by_then);
+                        let index = Index::of(session, &asked.all, &by_then);
                         (by_then.len(), asked, index)
                     });
                     // Every question is a user message, whose words `Asked` read.
@@ -818,33 +818,26 @@ fn collapsed_by(plan: &Plan, item: usize) -> Vec<usize> {
 }
 
 impl<'t> Index<'t> {
-    /// The quotable chunks of the collapsed pages `steps`, by the `asked` words they hold.
-    fn of(
-        session: &'t Session<'t>,
-        plan: &Plan,
-        asked: &HashSet<u64, Fast>,
-        steps: &[usize],
-    ) -> Index<'t> {
+    /// The quotable chunks of the collapsed pages `steps` ([`collapsed_by`]), by the `asked`
+    /// words they hold.
+    fn of(session: &'t Session<'t>, asked: &HashSet<u64, Fast>, steps: &[usize]) -> Index<'t> {
         let mut index = Index {
             chunks: Vec::new(),
             postings: HashMap::default(),
             totals: Vec::new(),
         };
-        let collapsed = session
-            .steps
+        let collapsed = steps
             .iter()
-            .zip(&plan.results)
-            .enumerate()
-            .filter(|(i, _)| steps.binary_search(i).is_ok())
-            .filter(|(_, (s, r))| r.status == Status::Collapsed && !s.reading.collapsed)
-            .filter(|(_, (s, _))| {
+            .filter_map(|&i| Some((i, session.steps.get(i)?)))
+            .filter(|(_, s)| !s.reading.collapsed)
+            .filter(|(_, s)| {
                 !is_error_page(s.reading.header.as_ref().and_then(|h| h.url.as_deref()))
             });
         // A page snapshotted again repeats its chunks: each distinct text counts once, at
         // its first step, so a word is as rare as the page makes it. Texts are told apart
         // by their hashes, as the next page's and the live page's chunks are.
         let mut seen: HashSet<(u64, u64), Fast> = HashSet::default();
-        for (i, (step, _)) in collapsed {
+        for (i, step) in collapsed {
             let title = step
                 .reading
                 .header

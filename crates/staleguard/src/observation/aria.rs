@@ -320,8 +320,11 @@ impl Blocks {
         match self.frames.pop() {
             Some(Frame::Block { first, kind, .. }) => self.close_block(first, kind, obs),
             Some(Frame::Named { at, .. }) => self.truncate(at + 1, obs),
+            // A label table's rows are its last chunks, none of them empty.
             Some(Frame::Table { rows, .. }) if self.is_label_table(&rows, obs) => {
-                self.join_table(&rows, obs)
+                if let Some(&first) = rows.first() {
+                    self.join_from(first, obs);
+                }
             }
             Some(Frame::Table { rows, .. }) => {
                 let numbered: Vec<usize> = rows
@@ -373,15 +376,7 @@ impl Blocks {
             .filter(|&t| kind == BlockKind::Definition && t + 1 == first);
         let from = term.unwrap_or(first);
         if obs.chunks.len() >= from + 2 {
-            let pieces = obs.chunks.get(from..).unwrap_or_default();
-            let joined = pieces
-                .iter()
-                .map(|p| p.trim())
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ");
-            self.truncate(from, obs);
-            obs.chunks.push(Cow::Owned(joined));
+            self.join_from(from, obs);
             if only_links {
                 self.links.push(from);
             }
@@ -419,15 +414,14 @@ impl Blocks {
             && chunks.iter().all(labelled)
     }
 
-    /// The rows of a label table as one chunk, in order.
-    fn join_table(&mut self, rows: &[usize], obs: &mut Observation<'_>) {
-        let Some(&first) = rows.first() else {
-            return;
-        };
+    /// The chunks from `first` on as one, in reading order (a block's pieces, a label
+    /// table's rows).
+    fn join_from(&mut self, first: usize, obs: &mut Observation<'_>) {
         let pieces = obs.chunks.get(first..).unwrap_or_default();
         let joined = pieces
             .iter()
             .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
         self.truncate(first, obs);

@@ -87,12 +87,11 @@ pub(crate) fn run(
     let notice_written = start
         .base()
         .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
-    // A tail that names the history tool may belong to a request that offers it in parts
-    // before the tail; a whole read decides.
-    let named = start.base().is_some() && body.contains(crate::tools::HISTORY_TOOL);
     let waits = guard_in_front(&request, run.config);
-    if (waits || named) && start.base().is_some() {
-        // A waiting collapse rewrites what a checkpoint froze: such requests go the whole way.
+    // A waiting collapse rewrites what a checkpoint froze, and a tail that names the history
+    // tool may belong to a request that offers it before the tail: a whole read decides.
+    let named = || body.contains(crate::tools::HISTORY_TOOL);
+    if start.base().is_some() && (waits || named()) {
         return Ok(None);
     }
     let mut plan = plan(&request, &session, run.config, notice_written, waits);

@@ -255,6 +255,26 @@ pub(crate) fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
     serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string()
 }
 
+/// A Playwright MCP 0.0.41 page at `url` titled `title`: a button "Go", then the paragraph
+/// `text(n)` for refs e2, e3, ... until the page holds `bytes` bytes.
+pub(crate) fn playwright_page(
+    url: &str,
+    title: &str,
+    bytes: usize,
+    text: impl Fn(usize) -> String,
+) -> String {
+    let mut page = format!(
+        "### Page state\n- Page URL: {url}\n- Page Title: {title}\n- Page Snapshot:\n```yaml\n- button \"Go\" [ref=e1]\n"
+    );
+    let mut n = 2;
+    while page.len() < bytes {
+        page.push_str(&format!("- paragraph [ref=e{n}]: {}\n", text(n)));
+        n += 1;
+    }
+    page.push_str("```");
+    page
+}
+
 /// All tool result text of a body (what the model can quote), without assistant messages.
 pub(crate) fn tool_text(body: &str) -> String {
     messages(body)
