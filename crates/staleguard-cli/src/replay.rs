@@ -9,6 +9,7 @@
 
 mod cache;
 mod facts;
+mod lean;
 mod render;
 mod report;
 
@@ -23,7 +24,7 @@ use staleguard::internal::session::Session;
 use staleguard::internal::tools::BrowserTools;
 use staleguard::internal::transcript::Item;
 use staleguard::Edit;
-use staleguard::{project, Config, Memo, Options, RequestFormat, Status};
+use staleguard::{project, Config, LivePage, Memo, Options, RequestFormat, Status};
 
 pub(crate) use cache::{Bill, Model, Pricing};
 pub(crate) use facts::Need;
@@ -32,7 +33,14 @@ use crate::Failure;
 
 /// The strategies compared, in table order. `none` and `newest-only` are what the others
 /// are measured against.
-pub(crate) const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
+/// `staleguard-lean` is staleguard with the live page lean (SPEC 2 "Lean live page").
+pub(crate) const STRATEGIES: [&str; 5] = [
+    "none",
+    "newest-only",
+    "staleguard",
+    "staleguard-lean",
+    "clear-oldest-3",
+];
 
 /// What `newest-only` puts in place of every older observation: the reference's text.
 const PLACEHOLDER: &str = "[older browser observation omitted; its refs are stale]";
@@ -202,6 +210,8 @@ pub(crate) struct SessionReplay {
     pub turns: usize,
     pub strategies: Vec<StrategyReplay>,
     pub facts: Vec<FactCheck>,
+    /// The pages `staleguard-lean` sent lean, each measured the first turn it did.
+    pub lean_pages: Vec<lean::LeanPage>,
     pub warnings: Vec<String>,
 }
 
@@ -338,15 +348,25 @@ pub(crate) fn replay(
         .collect();
     let mut facts = fact_checks(&placed, &starts);
     let mut warnings = Vec::new();
+    let mut lean_pages = Vec::new();
     for (t, request) in requests.iter().enumerate() {
         let tokens = bpe.encode_ordinary(&request.body).len();
         let sent = send(&request.body, tokens, options, &memo)?;
+        let lean_body = &sent.bodies[3];
+        lean::pages(
+            t,
+            &request.body,
+            lean_body,
+            &sent.lean,
+            &bpe,
+            &mut lean_pages,
+        )?;
         for ((strategy, run), body) in STRATEGIES.iter().zip(&mut runs).zip(&sent.bodies) {
             save(options.save_requests.as_deref(), t, strategy, body)?;
             let value: Value = serde_json::from_str(body)?;
             let rendered = render::render(&value, markers);
-            // Only staleguard's own request collapses waiting pages (C5).
-            let batch = sent.batch.filter(|_| *strategy == "staleguard");
+            // Only staleguard's own requests collapse waiting pages (C5).
+            let batch = sent.batch.filter(|_| strategy.starts_with("staleguard"));
             let frozen = Frozen {
                 frozen: sent.frozen,
                 batch,
@@ -369,6 +389,7 @@ pub(crate) fn replay(
         turns: requests.len(),
         strategies: summarise(runs),
         facts,
+        lean_pages,
         warnings,
     })
 }
@@ -558,7 +579,9 @@ fn mark_last_block(content: Option<&mut Value>) {
 /// message before which the next turn's request must not change (C1: the start of the live
 /// page state or of the newest browser result, whichever comes first).
 struct Sent {
-    bodies: [String; 4],
+    bodies: [String; 5],
+    /// The results of the lean strategy's request, as it reports them.
+    lean: Vec<staleguard::ResultReport>,
     frozen: usize,
     /// The message of the first waiting page staleguard's request collapses (C5).
     batch: Option<usize>,
@@ -583,6 +606,12 @@ fn send(
         ..Options::default()
     };
     let projected = project(request, RequestFormat::Auto, &options.config, with_memo)?;
+    let lean_config = Config {
+        live_page: LivePage::Lean,
+        ..options.config.clone()
+    };
+    let lean = project(request, RequestFormat::Auto, &lean_config, with_memo)?;
+    let lean_results = lean.report().results.clone();
     let results = &projected.report().results;
     let live = results
         .iter()
@@ -605,8 +634,10 @@ fn send(
             request.to_string(),
             replace(request, &older, PLACEHOLDER)?,
             projected.body.into_string(),
+            lean.body.into_string(),
             clear_oldest(request, tokens, options.trigger_tokens)?,
         ],
+        lean: lean_results,
         frozen,
         batch,
     })

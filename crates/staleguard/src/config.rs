@@ -46,6 +46,40 @@ pub struct Config {
     /// that would rewrite more than it saves may wait (SPEC 9, C5). `None` (the default):
     /// when the request offers the guard's `browser_history` tool.
     pub guard_in_front: Option<bool>,
+    /// How the newest observation is sent (SPEC 2 "Lean live page"): whole (the default),
+    /// or lean on pages of at least [`lean_min_bytes`](Self::lean_min_bytes).
+    pub live_page: LivePage,
+    /// Bytes under which a live page is always sent whole (8 KiB).
+    pub lean_min_bytes: usize,
+}
+
+/// How the newest observation is sent (SPEC 2 "Lean live page").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LivePage {
+    /// As the server wrote it.
+    #[default]
+    Whole,
+    /// Every control and the path to it, the prose that answers the task, the rest folded
+    /// with a marker saying how to read it back.
+    Lean,
+}
+
+impl LivePage {
+    /// `whole` or `lean`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LivePage::Whole => "whole",
+            LivePage::Lean => "lean",
+        }
+    }
+
+    fn parse(value: &str) -> Option<LivePage> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "whole" => Some(LivePage::Whole),
+            "lean" => Some(LivePage::Lean),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Config {
@@ -66,6 +100,8 @@ impl Default for Config {
                 .collect(),
             page_tools: DEFAULT_PAGE_TOOLS.iter().map(|s| s.to_string()).collect(),
             guard_in_front: None,
+            live_page: LivePage::Whole,
+            lean_min_bytes: crate::lean::DEFAULT_LEAN_MIN_BYTES,
         }
     }
 }
@@ -75,7 +111,7 @@ const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
 /// The keys of the file layer. The `[proxy]` and `[mcp]` tables belong to the hosts, which
 /// read and check them from the same text (`staleguard_proxy::ProxyConfig`,
 /// `staleguard_mcp::McpConfig`); the core skips them. Any other key is refused.
-const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, page_tools, guard_in_front, [proxy], [mcp]";
+const FILE_KEYS: &str = "browser_history_compaction, evidence_retention, progress_tracking, max_repeats, receipt_max_bytes, evidence_max_bytes, evidence_max_items, evidence_max_quote_bytes, request_budget_bytes, browser_tools, page_tools, guard_in_front, live_page, lean_min_bytes, [proxy], [mcp]";
 
 /// One key's value as `T`; a value of the wrong type is an error that names the key.
 fn typed<T: serde::de::DeserializeOwned>(key: &str, value: toml::Value) -> Result<T, ConfigError> {
@@ -201,6 +237,8 @@ impl Config {
             "browser_tools" => self.browser_tools = typed(key, value)?,
             "page_tools" => self.page_tools = typed(key, value)?,
             "guard_in_front" => self.guard_in_front = Some(switch(key, value)?),
+            "live_page" => self.live_page = live_page(key, value)?,
+            "lean_min_bytes" => self.lean_min_bytes = typed(key, value)?,
             "proxy" | "mcp" => {}
             other => {
                 return Err(ConfigError::File(format!(
@@ -224,6 +262,17 @@ impl Config {
         if let Some(v) = env_switch(&env, "STALEGUARD_GUARD_IN_FRONT")? {
             self.guard_in_front = Some(v);
         }
+        if let Some(value) = env("STALEGUARD_LIVE_PAGE") {
+            self.live_page = LivePage::parse(&value).ok_or(ConfigError::Env {
+                name: "STALEGUARD_LIVE_PAGE".to_string(),
+                value,
+                expected: LIVE_PAGE_EXPECTED,
+            })?;
+        }
+        set(
+            &mut self.lean_min_bytes,
+            env_number(&env, "STALEGUARD_LEAN_MIN_BYTES")?,
+        );
         set(
             &mut self.max_repeats,
             env_number(&env, "STALEGUARD_MAX_REPEATS")?,
@@ -261,6 +310,15 @@ impl Config {
     pub fn tools(&self) -> BrowserTools {
         BrowserTools::new(&self.browser_tools).with_page_tools(&self.page_tools)
     }
+}
+
+const LIVE_PAGE_EXPECTED: &str = "expected whole or lean";
+
+/// The `live_page` key's value.
+fn live_page(key: &str, value: toml::Value) -> Result<LivePage, ConfigError> {
+    let text: String = typed(key, value)?;
+    LivePage::parse(&text)
+        .ok_or_else(|| ConfigError::File(format!("{key} = {text:?}: {LIVE_PAGE_EXPECTED}")))
 }
 
 /// A comma-separated list of tool name patterns.

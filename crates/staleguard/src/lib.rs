@@ -76,6 +76,7 @@ mod failure;
 mod fingerprint;
 mod guard;
 mod json;
+mod lean;
 mod memo;
 mod observation;
 mod page_refs;
@@ -100,12 +101,13 @@ pub use pipeline::{project, project_resumed_parts, CallVerdict, Engine, Options,
 // What it reads, and why a body or a config cannot be read:
 pub use adapter::{Breakpoint, RequestFormat};
 pub use body::{Body, BodyChunk};
-pub use config::Config;
+pub use config::{Config, LivePage};
 pub use error::{ConfigError, Error};
 // What a projection reports: per result, evidence, progress, the guard's verdicts:
 pub use evidence::{DropReason, EvidenceItem, EvidenceReport, Quote};
 pub use fingerprint::Fingerprint;
 pub use guard::{Refusal, Verdict};
+pub use lean::Folded;
 pub use progress::{Progress, RepeatedSubmission, Step as ProgressStep};
 pub use projection::{Plan, ResultReport, Status};
 pub use transcript::Edit;
@@ -113,5 +115,6 @@ pub use transcript::Edit;
 pub use memo::Memo;
 // The texts staleguard writes into a request, for hosts and tests that recognise them:
 pub use texts::{
-    ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, RECEIPT_TAG, STALE_NOTICE, STALE_WORD,
+    ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, LEAN_FOLD_TAG, RECEIPT_TAG, STALE_NOTICE,
+    STALE_WORD,
 };

@@ -79,6 +79,9 @@ pub struct ResultReport {
     pub refs_withheld: usize,
     /// Images (in the text or beside it) that its collapse dropped.
     pub images_dropped: usize,
+    /// What the lean form of a live page folded (SPEC 2 "Lean live page"); `None` when the
+    /// page is sent whole.
+    pub folded: Option<crate::lean::Folded>,
 }
 
 /// The outcome of projection: a report per browser result, and the edits.
@@ -264,6 +267,7 @@ fn report(
         bytes_after,
         refs_withheld,
         images_dropped,
+        folded: None,
     }
 }
 

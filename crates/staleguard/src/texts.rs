@@ -45,6 +45,48 @@ pub(crate) fn verification_lines_omitted(omitted: usize) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
+// Lean live page (SPEC 2): the marker where page text was folded.
+// ---------------------------------------------------------------------------------------
+
+/// Starts every fold marker: a YAML comment line inside the page's tree, which no page text
+/// can print there. Also how a lean page is recognised, so projection stays idempotent.
+pub const LEAN_FOLD_TAG: &str = "# [staleguard folded]";
+
+/// A fold marker where the guard keeps the whole page: `lines` lines, `bytes` bytes of text
+/// folded, read back by observation `id`.
+pub(crate) fn lean_fold_history(lines: usize, bytes: usize, id: &str) -> String {
+    format!(
+        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. The whole page: browser_history with id \"{id}\".",
+        folded_size(lines, bytes)
+    )
+}
+
+/// A fold marker where the server's own tools read a part back.
+pub(crate) fn lean_fold_server(lines: usize, bytes: usize) -> String {
+    format!(
+        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. Read it with browser_find or a snapshot of this part.",
+        folded_size(lines, bytes)
+    )
+}
+
+/// Every fold marker of a page after its first, which says how to read folded parts back.
+pub(crate) fn lean_fold(lines: usize, bytes: usize) -> String {
+    format!("{LEAN_FOLD_TAG} {}", folded_size(lines, bytes))
+}
+
+fn folded_size(lines: usize, bytes: usize) -> String {
+    let lines = match lines {
+        1 => "1 line".to_string(),
+        n => format!("{n} lines"),
+    };
+    if bytes < 1024 {
+        format!("{lines} ({bytes} bytes)")
+    } else {
+        format!("{lines} ({:.1} KB)", bytes as f64 / 1024.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Appendix (SPEC 3, 4): the parts staleguard adds after a browser result.
 // ---------------------------------------------------------------------------------------
 

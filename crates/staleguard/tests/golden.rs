@@ -54,11 +54,14 @@ fn describe(p: &Projection) -> String {
     let _ = writeln!(out, "collapsed {}", p.collapsed());
     // Written as the plan's Debug was before it had a batch: digests of sessions where no
     // collapse waits stay as they were.
+    // Results are written as their Debug was before they had `folded`, which is `None`
+    // unless the live page is lean.
     let plan = p.report();
+    let results = format!("{:?}", plan.results).replace(", folded: None }", " }");
     let _ = write!(
         out,
-        "plan Plan {{ results: {:?}, edits: {:?} }}",
-        plan.results, plan.edits
+        "plan Plan {{ results: {results}, edits: {:?} }}",
+        plan.edits
     );
     if let Some(batch) = plan.batch {
         let _ = write!(out, " batch {batch}");

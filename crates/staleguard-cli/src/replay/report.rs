@@ -61,6 +61,7 @@ fn session_table(r: &SessionReplay, per_turn: bool, out: &mut String) {
         );
     }
     facts_rows(r, out);
+    lean_rows(r, out);
     for w in &r.warnings {
         let _ = writeln!(out, "  warning: {w}");
     }
@@ -102,6 +103,33 @@ fn turn_row(strategy: &str, t: &Turn, out: &mut String) {
         t.stale_refs,
         if t.frozen_history_broken { "x" } else { "" }
     );
+}
+
+fn lean_rows(r: &SessionReplay, out: &mut String) {
+    if r.lean_pages.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  pages staleguard-lean sent lean:");
+    let _ = writeln!(
+        out,
+        "  {:>4} {:>7} {:>12} {:>12} {:>7} {:>11} {:>8}  url",
+        "turn", "message", "tokens whole", "tokens lean", "lean %", "actionable", "missing"
+    );
+    for p in &r.lean_pages {
+        let share = 100.0 * p.tokens_lean as f64 / p.tokens_whole.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "  {:>4} {:>7} {:>12} {:>12} {:>6.1}% {:>11} {:>8}  {}",
+            p.turn,
+            p.message,
+            p.tokens_whole,
+            p.tokens_lean,
+            share,
+            p.actionable_refs,
+            p.missing_refs.len(),
+            p.url.as_deref().unwrap_or("")
+        );
+    }
 }
 
 fn facts_rows(r: &SessionReplay, out: &mut String) {

@@ -13,8 +13,9 @@ mod ranking;
 mod report;
 mod writing;
 
-pub(crate) use candidates::{gather, target};
+pub(crate) use candidates::{gather, target, word_hashes};
 pub(crate) use choice::{choose_from, select, Choice};
+pub(crate) use ranking::{idf, model_hash, model_words, saturation, section_of, Words};
 pub(crate) use report::Limits;
 pub use report::{DropReason, EvidenceItem, EvidenceReport, Quote};
 pub(crate) use writing::{apply, fit, Block, Written};

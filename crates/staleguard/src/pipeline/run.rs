@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::adapter::{read_request, read_request_from, Breakpoint, RequestFormat, WireRequest};
 use crate::body::Body;
-use crate::config::Config;
+use crate::config::{Config, LivePage};
 use crate::error::Error;
 use crate::evidence::{self, EvidenceReport};
 use crate::guard;
@@ -91,7 +91,9 @@ pub(crate) fn run(
     // A waiting collapse rewrites what a checkpoint froze, and a tail that names the history
     // tool may belong to a request that offers it before the tail: a whole read decides.
     let named = || body.contains(crate::tools::HISTORY_TOOL);
-    if start.base().is_some() && (waits || named()) {
+    // A lean page weighs its prose against the user's words before it, which a tail lacks.
+    let lean = run.config.live_page == LivePage::Lean;
+    if start.base().is_some() && (waits || lean || named()) {
         return Ok(None);
     }
     let mut plan = plan(&request, &session, run.config, notice_written, waits);
@@ -102,11 +104,15 @@ pub(crate) fn run(
     }
     let cut = run
         .keep
-        .filter(|_| !waits)
+        .filter(|_| !waits && !lean)
         .and_then(|_| Cut::of(&request, &session, &plan));
     let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), run) else {
         return Ok(None);
     };
+    if lean {
+        let min_bytes = run.config.lean_min_bytes;
+        crate::lean::add(request.transcript(), &session, &mut plan, min_bytes, waits);
+    }
     let Some(breakpoint) = breakpoint(&request, &session, &plan, format, start) else {
         return Ok(None);
     };
