@@ -46,6 +46,16 @@ struct Row<'p> {
     images_dropped: usize,
     fingerprint: Option<String>,
     no_progress: Option<u32>,
+    /// What the lean form of a live page left out (`live_page = "lean"`).
+    folded: Option<Folded>,
+}
+
+/// What a lean live page folded: marker lines, and the lines and bytes behind them.
+#[derive(Serialize)]
+struct Folded {
+    runs: usize,
+    lines: usize,
+    bytes: usize,
 }
 
 /// The guard's verdict on one browser call, against the transcript before it.
@@ -147,6 +157,14 @@ impl<'p> Report<'p> {
                     .unwrap_or_default()
             ));
         }
+        for r in &self.results {
+            if let Some(f) = &r.folded {
+                out.push_str(&format!(
+                    "lean live page at message {}: {} lines ({} bytes) of page text folded in {} places; every control kept\n",
+                    r.message, f.lines, f.bytes, f.runs
+                ));
+            }
+        }
         out.push_str(&self.guard_table());
         out.push_str(&evidence_table(self.evidence));
         let t = &self.totals;
@@ -183,6 +201,11 @@ impl<'p> From<&'p ResultReport> for Row<'p> {
             images_dropped: r.images_dropped,
             fingerprint: None,
             no_progress: None,
+            folded: r.folded.map(|f| Folded {
+                runs: f.runs,
+                lines: f.lines,
+                bytes: f.bytes,
+            }),
         }
     }
 }

@@ -29,6 +29,7 @@ pub(crate) struct Exchange {
     outcome: &'static str,
     format: &'static str,
     collapsed: usize,
+    live_page: &'static str,
     breakpoint: &'static str,
     /// The projection resumed from a checkpoint of the session's previous turn.
     resumed: bool,
@@ -59,6 +60,7 @@ impl Exchange {
             outcome: "untouched",
             format: "-",
             collapsed: 0,
+            live_page: "-",
             breakpoint: "-",
             resumed: false,
             projected: None,
@@ -89,10 +91,12 @@ impl Exchange {
             received,
             breakpoint,
             resumed,
+            live_page,
             ..
         } = outcome
         {
             self.collapsed = *collapsed;
+            self.live_page = live_page;
             self.breakpoint = breakpoint;
             self.resumed = *resumed;
             self.projected = Some((*received, bytes_out));
@@ -172,6 +176,7 @@ impl Exchange {
             bytes_in = self.bytes_in,
             bytes_out = self.bytes_out,
             collapsed = self.collapsed,
+            live_page = self.live_page,
             breakpoint = self.breakpoint,
             resumed = self.resumed,
             status = self.status,

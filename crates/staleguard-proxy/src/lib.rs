@@ -108,6 +108,8 @@ enum Outcome {
         breakpoint: &'static str,
         /// Read from a checkpoint on: only what is new since the session's previous turn.
         resumed: bool,
+        /// How the live page went: `lean` when one was sent lean, else `whole`.
+        live_page: &'static str,
     },
     Passthrough(&'static str),
     Untouched,
@@ -117,9 +119,17 @@ impl Outcome {
     fn header(&self) -> Option<HeaderValue> {
         let text = match self {
             Outcome::Projection {
-                collapsed, saved, ..
+                collapsed,
+                saved,
+                live_page,
+                ..
             } => {
-                format!("projected; collapsed={collapsed}; saved_bytes={saved}")
+                let lean = if *live_page == "lean" {
+                    "; live_page=lean"
+                } else {
+                    ""
+                };
+                format!("projected; collapsed={collapsed}; saved_bytes={saved}{lean}")
             }
             Outcome::Passthrough(reason) => format!("passthrough; reason={reason}"),
             Outcome::Untouched => return None,
@@ -362,6 +372,10 @@ fn projected(headers: &mut HeaderMap, (len, p): (usize, Projection)) -> (Outgoin
         format: p.format,
         breakpoint: breakpoint_label(p.breakpoint),
         resumed: p.resumed,
+        live_page: match p.report().results.iter().any(|r| r.folded.is_some()) {
+            true => "lean",
+            false => "whole",
+        },
     };
     (p.body.into(), outcome)
 }

@@ -525,7 +525,7 @@ impl Keep {
             let own = !named || (line.parent == Some(i) && !matches!(line.kind, Kind::Item(_)));
             let url = line.body().starts_with("- /url:");
             self.soft[j] |= own && !url;
-            self.echo[j] |= named && !self.soft[j] && !line.actionable();
+            self.echo[j] |= url || (named && !self.soft[j] && !line.actionable());
         }
     }
 

@@ -320,7 +320,7 @@ pub(super) fn plot(r: &SessionReplay, path: &std::path::Path) -> Result<(), Fail
         .y_desc("cost units (input bytes)")
         .draw()
         .map_err(|e| fail(&e))?;
-    let colours = [RED, MAGENTA, GREEN, BLUE];
+    let colours = [RED, MAGENTA, GREEN, CYAN, BLUE];
     for (s, colour) in r.strategies.iter().zip(colours) {
         chart
             .draw_series(LineSeries::new(costs(s), colour.stroke_width(2)))
