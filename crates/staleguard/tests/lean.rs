@@ -362,3 +362,32 @@ fn the_config_names_the_live_page_form() {
     let bad = Config::load(None, env).expect_err("refused");
     assert!(bad.to_string().contains("STALEGUARD_LIVE_PAGE"), "{bad}");
 }
+
+#[test]
+fn a_question_asked_while_the_page_is_live_gets_quotes_from_its_folded_part() {
+    let (body, at) = rebase_page();
+    let mut v: Value = serde_json::from_str(&body).expect("JSON");
+    let messages = v["messages"].as_array_mut().expect("messages");
+    messages.push(json!({"role": "assistant", "content": "Found it."}));
+    messages.push(json!({"role": "user", "content": "And what happens to exec commands that failed, are they rescheduled?"}));
+    let asked = v.to_string();
+    let projected = project(&asked, &lean());
+    let sent = content(projected.body.as_str(), at);
+    let lean_before = content(project(&body, &lean()).body.as_str(), at);
+    // The lean page is as it was; the quotes follow it, grounded in its folded text.
+    assert!(sent.starts_with(&lean_before), "the lean form is unchanged");
+    let added = &sent[lean_before.len()..];
+    assert!(added.contains(staleguard::EVIDENCE_HEADER), "{added}");
+    assert!(added.contains("Automatically reschedule"), "{added}");
+    assert!(!added.contains("[ref="), "{added}");
+    // Sent again on the next turn, the same bytes.
+    let mut later: Value = serde_json::from_str(&asked).expect("JSON");
+    let msgs = later["messages"].as_array_mut().expect("messages");
+    msgs.push(json!({"role": "assistant", "content": "Yes."}));
+    let next = project(&later.to_string(), &lean());
+    assert_eq!(content(next.body.as_str(), at), sent);
+    assert_eq!(
+        project(projected.body.as_str(), &lean()).body.as_str(),
+        projected.body.as_str()
+    );
+}

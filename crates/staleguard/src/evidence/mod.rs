@@ -18,4 +18,4 @@ pub(crate) use choice::{choose_from, select, Choice};
 pub(crate) use ranking::{idf, model_hash, model_words, saturation, section_of, Words};
 pub(crate) use report::Limits;
 pub use report::{DropReason, EvidenceItem, EvidenceReport, Quote};
-pub(crate) use writing::{apply, fit, Block, Written};
+pub(crate) use writing::{apply, fit, line_of, Block, Written};

@@ -16,7 +16,11 @@
 //! how to read it back. Refs inside a folded part stay live: the guard reads the page, not
 //! the lean form.
 
+mod follow_ups;
+
 use std::sync::Arc;
+
+use follow_ups::FoldedBlock;
 
 use crate::evidence::{idf, model_hash, model_words, saturation, section_of, word_hashes, Words};
 use crate::memo::{Memo, Share};
@@ -43,6 +47,8 @@ const MIN_SCORE: f64 = 0.75;
 const TARGET_SHARE: f64 = 0.28;
 const BUDGET_SHARE: f64 = 0.15;
 const MIN_BUDGET: usize = 4 * 1024;
+/// Bytes of one follow-up quote at most (as evidence's default per-quote limit).
+const QUOTE_MAX_BYTES: usize = 2048;
 /// A short block right after an answer is kept with it, up to this many bytes.
 const NEXT_MAX_BYTES: usize = 400;
 /// A container with this many children of one role is a repetition: its first and last
@@ -144,6 +150,8 @@ pub struct Folded {
 pub(crate) struct Lean {
     pub(crate) text: String,
     pub(crate) folded: Folded,
+    /// The prose blocks it folded, for the questions asked while it is live.
+    blocks: Vec<FoldedBlock>,
 }
 
 /// How the model reads a folded part back.
@@ -194,10 +202,59 @@ pub(crate) fn add(
         };
         let Some(lean) = lean.as_ref() else { continue };
         replace(plan, step.item, &lean.text);
+        let page = (
+            header.url.as_deref().unwrap_or(""),
+            step.reading.id.as_str(),
+        );
+        for (question, target) in asked_while_live(transcript, session, i) {
+            if let Some(block) = follow_ups::quotes(&lean.blocks, &Words::of(question), page) {
+                add_after(plan, target, &block);
+            }
+        }
         if let Some(report) = plan.results.get_mut(i) {
             report.bytes_after = lean.text.len();
             report.folded = Some(lean.folded);
         }
+    }
+}
+
+/// The user's messages after step `i` of `session` (a live page), each with the transcript
+/// item of the newest browser result before it, where quotes that answer it go (as
+/// evidence puts the quotes for a question).
+fn asked_while_live<'t>(
+    transcript: &'t Transcript<'_>,
+    session: &Session<'_>,
+    i: usize,
+) -> Vec<(&'t str, usize)> {
+    let mut asked = Vec::new();
+    let mut target = session.steps[i].item;
+    let mut next = i + 1;
+    for (at, item) in transcript.items.iter().enumerate().skip(target + 1) {
+        while let Some(step) = session.steps.get(next).filter(|s| s.item < at) {
+            target = if step.failed { target } else { step.item };
+            next += 1;
+        }
+        if let Item::Text {
+            role: Role::User,
+            text,
+        } = item
+        {
+            asked.push((text.as_ref(), target));
+        }
+    }
+    asked
+}
+
+/// Adds `block` after the content of transcript item `item`: at the end of its replacement
+/// when it has one, else as a part of its own.
+fn add_after(plan: &mut Plan, item: usize, block: &str) {
+    match plan.edits.iter_mut().find(|e| e.item == item && !e.append) {
+        Some(edit) => edit.text = format!("{}\n{block}", edit.text).into(),
+        None => plan.edits.push(Edit {
+            item,
+            text: block.into(),
+            append: true,
+        }),
     }
 }
 
@@ -238,7 +295,15 @@ fn kept(
         };
         lean(step.text, &query, read_back, min_bytes)
     };
-    let weigh = |l: &Option<Lean>| (256 + l.as_ref().map_or(0, |l| l.text.capacity())) as u64;
+    let weigh = |l: &Option<Lean>| {
+        let blocks = |l: &Lean| {
+            l.blocks
+                .iter()
+                .map(|b| b.text.len() * 2 + 64)
+                .sum::<usize>()
+        };
+        (256 + l.as_ref().map_or(0, |l| l.text.capacity() + blocks(l))) as u64
+    };
     Some(memo.kept(
         Share::Texts,
         (step.key, context.digest128()),
@@ -316,7 +381,8 @@ pub(crate) fn lean(
     }
     let lines = parse(text)?;
     let keep = Keep::of(&lines, query, text.len());
-    let lean = render(&lines, &keep, read_back);
+    let mut lean = render(&lines, &keep, read_back);
+    lean.blocks = folded_blocks(&lines, &keep);
     (lean.folded.bytes > 0 && lean.text.len() < text.len()).then_some(lean)
 }
 
@@ -773,7 +839,38 @@ fn render(lines: &[Line<'_>], keep: &Keep, read_back: ReadBack<'_>) -> Lean {
             }
         }
     }
-    Lean { text, folded }
+    Lean {
+        text,
+        folded,
+        blocks: Vec::new(),
+    }
+}
+
+/// The prose blocks the lean form does not show, as the page reads them.
+fn folded_blocks(lines: &[Line<'_>], keep: &Keep) -> Vec<FoldedBlock> {
+    blocks(lines)
+        .into_iter()
+        .filter(|&(first, _)| !keep.hard[first])
+        .filter_map(|(first, end)| {
+            let words: Vec<String> = lines[first..end].iter().filter_map(shown_text).collect();
+            FoldedBlock::of(words.join(" "), QUOTE_MAX_BYTES)
+        })
+        .collect()
+}
+
+/// The text a line shows a reader: a node's name or its value, unquoted; nothing for
+/// properties and bare containers.
+fn shown_text(line: &Line<'_>) -> Option<String> {
+    line.role()?;
+    let words = page_words(line);
+    let words = words.trim().trim_end_matches(':');
+    let text = match words.strip_prefix(": ") {
+        Some(value) => value,
+        None if words.starts_with('"') => words,
+        None => return None,
+    };
+    let text = crate::observation::aria::unquote(text.trim());
+    (!text.trim().is_empty()).then(|| text.trim().to_string())
 }
 
 /// How a line of the page is written in its lean form.
@@ -921,4 +1018,86 @@ fn floor_boundary(s: &str, at: usize) -> usize {
         at -= 1;
     }
     at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(tree: &str) -> String {
+        format!("### Page\n- Page URL: http://a.test/\n### Snapshot\n```yaml\n{tree}```\n")
+    }
+
+    fn lean_of(text: &str, task: &str) -> Lean {
+        let (task, model) = (Words::of(task), Words::default());
+        let query = Query {
+            task: &task,
+            model: &model,
+            url: "http://a.test/",
+        };
+        lean(text, &query, ReadBack::Server, 1).expect("a lean form")
+    }
+
+    fn prose(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("  - paragraph [ref=p{i}]: Sentence {i} about nothing in particular. More words follow it here.\n"))
+            .collect()
+    }
+
+    #[test]
+    fn an_unnamed_control_keeps_the_text_that_names_it() {
+        let text = page(&format!(
+            "- main [ref=e1]:\n{}  - link [ref=e2] [cursor=pointer]:\n    - /url: a.html\n    - text: The Purpose of GNU\n    - code [ref=e3]: gettext\n{}",
+            prose(20),
+            prose(20)
+        ));
+        let lean = lean_of(&text, "unrelated");
+        assert!(lean.text.contains("- link [ref=e2]:"), "{}", lean.text);
+        assert!(lean.text.contains("- text: The Purpose of GNU"));
+        assert!(lean.text.contains("- code [ref=e3]: gettext"));
+        assert!(!lean.text.contains("/url"), "a link's target is left out");
+        assert!(
+            lean.folded.runs >= 1 && lean.folded.lines >= 30,
+            "{:?}",
+            lean.folded
+        );
+    }
+
+    #[test]
+    fn only_whole_playwright_trees_have_a_lean_form() {
+        assert!(applies("playwright-mcp-0.0.57", TreeKind::Full));
+        assert!(!applies("playwright-mcp-0.0.57", TreeKind::Partial));
+        assert!(!applies("playwright-mcp-0.0.57", TreeKind::Diff));
+        assert!(!applies("playwright-mcp-find", TreeKind::Full));
+        assert!(!applies(crate::observation::cdmcp::NAME, TreeKind::Full));
+    }
+
+    #[test]
+    fn a_folded_run_keeps_its_first_sentence_and_closes_its_quote() {
+        let line = "  - paragraph [ref=e5]: \"The first sentence is here and long enough. The second one goes on and on for a good while longer than the limit.\"\n";
+        let head = first_sentence(line);
+        assert_eq!(
+            head,
+            "  - paragraph [ref=e5]: \"The first sentence is here and long enough.…\"\n"
+        );
+        assert_eq!(first_sentence("  - text: short\n"), "  - text: short\n");
+        let long = format!("  - text: {}\n", "é".repeat(200));
+        assert!(
+            first_sentence(&long).ends_with("…\n"),
+            "cut on a character boundary"
+        );
+    }
+
+    #[test]
+    fn a_page_already_lean_is_left_as_it_is() {
+        let text = page(&format!("- main [ref=e1]:\n{}", prose(40)));
+        let once = lean_of(&text, "unrelated");
+        let (task, model) = (Words::of("unrelated"), Words::default());
+        let query = Query {
+            task: &task,
+            model: &model,
+            url: "",
+        };
+        assert_eq!(lean(&once.text, &query, ReadBack::Server, 1), None);
+    }
 }

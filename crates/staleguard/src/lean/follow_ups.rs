@@ -1,0 +1,115 @@
+//! Quotes from the folded parts of a lean live page for the questions asked while it is
+//! live. The lean form was fixed when the page arrived, before the user asked them; the
+//! quotes go after it, one block per question in the order asked, so that what was sent for
+//! an earlier question never changes (SPEC 9, C1).
+
+use crate::evidence::{idf, line_of, saturation, word_hashes, Words};
+use crate::texts::EVIDENCE_HEADER;
+
+/// Quotes one question takes at most from a lean page.
+const MAX_QUOTES: usize = 3;
+/// The least BM25 score of a quote, and its share of the question's best.
+const MIN_SCORE: f64 = 0.75;
+const SHARE_OF_BEST: f64 = 0.35;
+
+/// A folded prose block of a lean page: its text as the page shows it, and its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FoldedBlock {
+    pub(crate) text: String,
+    words: Box<[u64]>,
+}
+
+impl FoldedBlock {
+    /// A block worth quoting: a phrase of a few words or a number, within the quote limit.
+    pub(crate) fn of(text: String, max_bytes: usize) -> Option<FoldedBlock> {
+        let phrase = text.split_whitespace().nth(3).is_some();
+        let number = text.bytes().any(|b| b.is_ascii_digit());
+        let fits = !text.is_empty() && text.len() <= max_bytes;
+        (fits && (phrase || number)).then(|| FoldedBlock {
+            words: word_hashes(&text),
+            text,
+        })
+    }
+}
+
+/// The evidence block that answers `question` from `blocks`, folded on the page at `url`
+/// (observation `id`); `None` when nothing answers it.
+pub(crate) fn quotes(
+    blocks: &[FoldedBlock],
+    question: &Words,
+    (url, id): (&str, &str),
+) -> Option<String> {
+    let n = blocks.len();
+    let mut df: std::collections::HashMap<u64, usize> = Default::default();
+    for block in blocks {
+        for w in block.words.iter() {
+            *df.entry(*w).or_default() += 1;
+        }
+    }
+    let avg = blocks.iter().map(|b| b.words.len()).sum::<usize>() as f64 / n.max(1) as f64;
+    let scores: Vec<f64> = blocks
+        .iter()
+        .map(|b| {
+            let matched: f64 = b
+                .words
+                .iter()
+                .filter_map(|w| {
+                    let digit = *question.0.get(w)?;
+                    let weight = idf(df.get(w).copied().unwrap_or(1), n);
+                    Some(weight * if digit { 2.0 } else { 1.0 })
+                })
+                .sum();
+            matched * saturation(b.words.len(), avg)
+        })
+        .collect();
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    let floor = MIN_SCORE.max(best * SHARE_OF_BEST);
+    let mut chosen: Vec<usize> = (0..n).filter(|&b| scores[b] >= floor).collect();
+    chosen.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    chosen.truncate(MAX_QUOTES);
+    if chosen.is_empty() {
+        return None;
+    }
+    // In page order, as the page reads.
+    chosen.sort_unstable();
+    let mut out = String::from(EVIDENCE_HEADER);
+    for b in chosen {
+        out.push('\n');
+        out.push_str(&line_of(url, id, &blocks[b].text));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(text: &str) -> FoldedBlock {
+        FoldedBlock::of(text.to_string(), 2048).expect("quotable")
+    }
+
+    #[test]
+    fn the_blocks_that_share_the_questions_rare_words_are_quoted_in_page_order() {
+        let blocks = [
+            block("Automatically create a temporary stash entry before the operation begins"),
+            block("Use the given merge strategy, instead of the default ort strategy"),
+            block("Restart the rebasing process after having resolved a merge conflict"),
+        ];
+        let question = Words::of("Can I rebase with uncommitted changes, will it stash them?");
+        let quoted = quotes(&blocks, &question, ("http://a/", "1a2b3c4d")).expect("an answer");
+        assert!(quoted.starts_with(EVIDENCE_HEADER));
+        assert!(quoted.contains("temporary stash entry"), "{quoted}");
+        assert!(!quoted.contains("merge strategy"), "{quoted}");
+        let none = Words::of("What colour is the sky?");
+        assert_eq!(quotes(&blocks, &none, ("http://a/", "1a2b3c4d")), None);
+    }
+
+    #[test]
+    fn refs_in_a_quote_are_neutralised_and_labels_are_no_quotes() {
+        assert!(FoldedBlock::of("Options".to_string(), 2048).is_none());
+        assert!(FoldedBlock::of("x".repeat(3000), 2048).is_none());
+        let blocks = [block("click [ref=e5] to stash the changes now")];
+        let quoted = quotes(&blocks, &Words::of("stash"), ("u", "i")).expect("quoted");
+        assert!(!quoted.contains("[ref=e5]"), "{quoted}");
+    }
+}
