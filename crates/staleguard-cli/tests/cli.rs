@@ -446,3 +446,40 @@ fn inspect_says_when_there_is_no_room_for_a_breakpoint() {
     let report: serde_json::Value = serde_json::from_slice(&chat.stdout).expect("JSON");
     assert!(report["breakpoint"].is_null());
 }
+
+#[test]
+fn inspect_says_what_a_lean_live_page_folded() {
+    // The catalog's first snapshot as the live page: 55 KB, 300 rows.
+    let body: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("pwmcp-0.0.41/long_page.openai.json")).unwrap(),
+    )
+    .unwrap();
+    let mut cut = body.clone();
+    cut["messages"].as_array_mut().unwrap().truncate(4);
+    let path = std::env::temp_dir().join(format!("staleguard-lean-{}.json", std::process::id()));
+    std::fs::write(&path, cut.to_string()).unwrap();
+    let inspect = |lean: bool, json: bool| {
+        let mut cmd = bin();
+        cmd.arg("inspect").arg(&path);
+        if json {
+            cmd.arg("--json");
+        }
+        if lean {
+            cmd.env("STALEGUARD_LIVE_PAGE", "lean");
+        }
+        let out = cmd.output().expect("runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let table = inspect(true, false);
+    assert!(table.contains("lean live page at message 3"), "{table}");
+    assert!(!inspect(false, false).contains("lean live page"));
+    let v: serde_json::Value = serde_json::from_str(&inspect(true, true)).unwrap();
+    let page = &v["results"][0];
+    assert_eq!(page["status"], "live");
+    assert!(page["folded"]["runs"].as_u64().unwrap() >= 1, "{page}");
+    assert!(page["bytes_after"].as_u64().unwrap() * 4 < page["bytes_before"].as_u64().unwrap());
+    let whole: serde_json::Value = serde_json::from_str(&inspect(false, true)).unwrap();
+    assert!(whole["results"][0]["folded"].is_null());
+    std::fs::remove_file(&path).ok();
+}

@@ -710,6 +710,51 @@ fn openai_chat_is_projected_streamed_and_parsed() {
     assert_eq!(answer["object"], "chat.completion");
 }
 
+/// With `live_page = "lean"` (the proxy's `./staleguard.toml`), a large live page goes
+/// upstream lean, as `staleguard project` makes it under the same file, and both the response
+/// header and the log line say so.
+#[test]
+fn a_lean_live_page_is_forwarded_as_the_cli_makes_it_and_logged() {
+    let work = Work::new("lean");
+    fs::write(work.dir.join("staleguard.toml"), "live_page = \"lean\"\n").unwrap();
+    let up = start_upstream(0);
+    let mut proxy = start_proxy(&work, Some(&up.origin()), &[], &[]);
+    let recorded = fs::read(fixture("pwmcp-0.0.41/long_page.openai.json")).unwrap();
+    let mut body: Value = serde_json::from_slice(&recorded).unwrap();
+    // The catalog's first snapshot (55 KB) as the live page.
+    body["messages"].as_array_mut().unwrap().truncate(4);
+    let bytes = body.to_string().into_bytes();
+    let r = http(
+        proxy.port,
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer sk-test-secret"),
+        ],
+        &bytes,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let said = r.header("x-staleguard").expect("x-staleguard");
+    assert!(said.ends_with("; live_page=lean"), "{said}");
+    assert!(
+        said.contains("collapsed=0;"),
+        "a lean page is no collapse: {said}"
+    );
+    let recs = up.requests();
+    assert_eq!(recs.len(), 1);
+    let sent = rec_body(&recs[0]).as_bytes();
+    assert!(
+        sent.len() * 4 < bytes.len(),
+        "{} of {} bytes",
+        sent.len(),
+        bytes.len()
+    );
+    assert_same_bytes(&work, sent, &project(&work, &bytes), "lean long_page");
+    let log = proxy.stop();
+    assert!(log.contains("live_page=lean "), "{log}");
+}
+
 /// A session sent turn by turn, as an agent sends it: from the second turn on the proxy
 /// resumes from the checkpoint the previous turn left (its log says `resumed=true`), and
 /// every forwarded body is still the projection the CLI makes of that turn alone.

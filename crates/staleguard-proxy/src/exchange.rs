@@ -176,7 +176,7 @@ impl Exchange {
             bytes_in = self.bytes_in,
             bytes_out = self.bytes_out,
             collapsed = self.collapsed,
-            live_page = self.live_page,
+            live_page = %self.live_page,
             breakpoint = self.breakpoint,
             resumed = self.resumed,
             status = self.status,

@@ -103,7 +103,10 @@ pub struct Plan {
 impl Plan {
     /// How many observations collapse.
     pub fn collapsed(&self) -> usize {
-        self.edits.iter().filter(|e| !e.append).count()
+        // Every replacement is a receipt, but the lean form of a live page.
+        let replaced = self.edits.iter().filter(|e| !e.append).count();
+        let lean = self.results.iter().filter(|r| r.folded.is_some()).count();
+        replaced.saturating_sub(lean)
     }
 
     /// The report of the first observation that had waited and that this request

@@ -108,6 +108,16 @@ fn every_control_of_a_real_page_stays_and_its_prose_folds() {
         lean_text.len(),
         whole.len()
     );
+    let collapsed = projected
+        .report()
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Collapsed);
+    assert_eq!(
+        projected.collapsed(),
+        collapsed.count(),
+        "a lean page is no collapse"
+    );
     let report = projected.report().results.last().expect("a result").clone();
     assert_eq!(report.status, Status::Live);
     assert_eq!(report.bytes_after, lean_text.len());
@@ -389,5 +399,14 @@ fn a_question_asked_while_the_page_is_live_gets_quotes_from_its_folded_part() {
     assert_eq!(
         project(projected.body.as_str(), &lean()).body.as_str(),
         projected.body.as_str()
+    );
+    // With evidence off, the lean page takes no quotes either.
+    let off = Config {
+        evidence_retention: Some(false),
+        ..lean()
+    };
+    assert_eq!(
+        content(project(&asked, &off).body.as_str(), at),
+        lean_before
     );
 }

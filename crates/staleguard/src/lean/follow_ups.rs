@@ -33,11 +33,12 @@ impl FoldedBlock {
 }
 
 /// The evidence block that answers `question` from `blocks`, folded on the page at `url`
-/// (observation `id`); `None` when nothing answers it.
+/// (observation `id`), each quote at most `max_bytes`; `None` when nothing answers it.
 pub(crate) fn quotes(
     blocks: &[FoldedBlock],
     question: &Words,
     (url, id): (&str, &str),
+    max_bytes: usize,
 ) -> Option<String> {
     let n = blocks.len();
     let mut df: std::collections::HashMap<u64, usize> = Default::default();
@@ -64,7 +65,8 @@ pub(crate) fn quotes(
         .collect();
     let best = scores.iter().copied().fold(0.0, f64::max);
     let floor = MIN_SCORE.max(best * SHARE_OF_BEST);
-    let mut chosen: Vec<usize> = (0..n).filter(|&b| scores[b] >= floor).collect();
+    let fits = |b: usize| blocks[b].text.len() <= max_bytes;
+    let mut chosen: Vec<usize> = (0..n).filter(|&b| scores[b] >= floor && fits(b)).collect();
     chosen.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     chosen.truncate(MAX_QUOTES);
     if chosen.is_empty() {
@@ -96,20 +98,29 @@ mod tests {
             block("Restart the rebasing process after having resolved a merge conflict"),
         ];
         let question = Words::of("Can I rebase with uncommitted changes, will it stash them?");
-        let quoted = quotes(&blocks, &question, ("http://a/", "1a2b3c4d")).expect("an answer");
+        let quoted =
+            quotes(&blocks, &question, ("http://a/", "1a2b3c4d"), 2048).expect("an answer");
         assert!(quoted.starts_with(EVIDENCE_HEADER));
         assert!(quoted.contains("temporary stash entry"), "{quoted}");
         assert!(!quoted.contains("merge strategy"), "{quoted}");
         let none = Words::of("What colour is the sky?");
-        assert_eq!(quotes(&blocks, &none, ("http://a/", "1a2b3c4d")), None);
+        assert_eq!(
+            quotes(&blocks, &none, ("http://a/", "1a2b3c4d"), 2048),
+            None
+        );
+        let short = quotes(&blocks, &question, ("http://a/", "1a2b3c4d"), 20);
+        assert_eq!(short, None, "over the per-quote limit");
     }
 
     #[test]
     fn refs_in_a_quote_are_neutralised_and_labels_are_no_quotes() {
         assert!(FoldedBlock::of("Options".to_string(), 2048).is_none());
-        assert!(FoldedBlock::of("x".repeat(3000), 2048).is_none());
+        assert!(
+            FoldedBlock::of("x".repeat(3000), 2048).is_none(),
+            "kept up to its bound"
+        );
         let blocks = [block("click [ref=e5] to stash the changes now")];
-        let quoted = quotes(&blocks, &Words::of("stash"), ("u", "i")).expect("quoted");
+        let quoted = quotes(&blocks, &Words::of("stash"), ("u", "i"), 2048).expect("quoted");
         assert!(!quoted.contains("[ref=e5]"), "{quoted}");
     }
 }

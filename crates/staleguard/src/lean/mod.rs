@@ -47,8 +47,9 @@ const MIN_SCORE: f64 = 0.75;
 const TARGET_SHARE: f64 = 0.28;
 const BUDGET_SHARE: f64 = 0.15;
 const MIN_BUDGET: usize = 4 * 1024;
-/// Bytes of one follow-up quote at most (as evidence's default per-quote limit).
-const QUOTE_MAX_BYTES: usize = 2048;
+/// A folded block is kept for follow-up quotes up to this many bytes (the quotes' own
+/// limit is the config's, at most this).
+const QUOTE_MAX_BYTES: usize = 8 * 1024;
 /// A short block right after an answer is kept with it, up to this many bytes.
 const NEXT_MAX_BYTES: usize = 400;
 /// A container with this many children of one role is a repetition: its first and last
@@ -154,6 +155,17 @@ pub(crate) struct Lean {
     blocks: Vec<FoldedBlock>,
 }
 
+/// How pages are made lean.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    /// Pages under this many bytes are sent whole.
+    pub(crate) min_bytes: usize,
+    /// The guard stands in front: a folded part is read back by the page's ID.
+    pub(crate) guard: bool,
+    /// Bytes of a follow-up quote at most; `None`: evidence is off, no follow-up quotes.
+    pub(crate) quote_bytes: Option<usize>,
+}
+
 /// How the model reads a folded part back.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum ReadBack<'a> {
@@ -179,9 +191,13 @@ pub(crate) fn add(
     transcript: &Transcript<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
-    min_bytes: usize,
-    guard: bool,
+    options: Options,
 ) {
+    let Options {
+        min_bytes,
+        guard,
+        quote_bytes,
+    } = options;
     for (i, step) in session.steps.iter().enumerate() {
         let shown = plan
             .results
@@ -206,8 +222,11 @@ pub(crate) fn add(
             header.url.as_deref().unwrap_or(""),
             step.reading.id.as_str(),
         );
-        for (question, target) in asked_while_live(transcript, session, i) {
-            if let Some(block) = follow_ups::quotes(&lean.blocks, &Words::of(question), page) {
+        let asked = quote_bytes.map_or_else(Vec::new, |_| asked_while_live(transcript, session, i));
+        for (question, target) in asked {
+            let limit = quote_bytes.unwrap_or(0);
+            let block = follow_ups::quotes(&lean.blocks, &Words::of(question), page, limit);
+            if let Some(block) = block {
                 add_after(plan, target, &block);
             }
         }

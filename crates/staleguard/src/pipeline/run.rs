@@ -110,8 +110,15 @@ pub(crate) fn run(
         return Ok(None);
     };
     if lean {
-        let min_bytes = run.config.lean_min_bytes;
-        crate::lean::add(request.transcript(), &session, &mut plan, min_bytes, waits);
+        let config = run.config;
+        let options = crate::lean::Options {
+            min_bytes: config.lean_min_bytes,
+            guard: waits,
+            quote_bytes: config
+                .evidence_on()
+                .then_some(config.evidence_max_quote_bytes),
+        };
+        crate::lean::add(request.transcript(), &session, &mut plan, options);
     }
     let Some(breakpoint) = breakpoint(&request, &session, &plan, format, start) else {
         return Ok(None);
