@@ -686,17 +686,7 @@ fn openai_chat_is_projected_streamed_and_parsed() {
     up.reset();
     let file = fixture("pwmcp-0.0.41/order.openai.json");
     let bytes = fs::read(&file).unwrap();
-    let r = http(
-        proxy.port,
-        "POST",
-        "/v1/chat/completions",
-        &[
-            ("Content-Type", "application/json"),
-            ("Authorization", "Bearer sk-test-secret"),
-        ],
-        &bytes,
-    );
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r = post_chat(proxy.port, &bytes);
     assert!(collapsed(r.header("x-staleguard"), "raw order.openai.json") > 0);
     let recs = up.requests();
     assert_eq!(recs.len(), 1);
@@ -724,17 +714,7 @@ fn a_lean_live_page_is_forwarded_as_the_cli_makes_it_and_logged() {
     // The catalog's first snapshot (55 KB) as the live page.
     body["messages"].as_array_mut().unwrap().truncate(4);
     let bytes = body.to_string().into_bytes();
-    let r = http(
-        proxy.port,
-        "POST",
-        "/v1/chat/completions",
-        &[
-            ("Content-Type", "application/json"),
-            ("Authorization", "Bearer sk-test-secret"),
-        ],
-        &bytes,
-    );
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let r = post_chat(proxy.port, &bytes);
     let said = r.header("x-staleguard").expect("x-staleguard");
     assert!(said.ends_with("; live_page=lean"), "{said}");
     assert!(
@@ -753,6 +733,17 @@ fn a_lean_live_page_is_forwarded_as_the_cli_makes_it_and_logged() {
     assert_same_bytes(&work, sent, &project(&work, &bytes), "lean long_page");
     let log = proxy.stop();
     assert!(log.contains("live_page=lean "), "{log}");
+}
+
+/// A Chat Completions body POSTed over a plain socket; the answer must be 200.
+fn post_chat(port: u16, body: &[u8]) -> RawResponse {
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Authorization", "Bearer sk-test-secret"),
+    ];
+    let r = http(port, "POST", "/v1/chat/completions", &headers, body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r
 }
 
 /// A session sent turn by turn, as an agent sends it: from the second turn on the proxy
