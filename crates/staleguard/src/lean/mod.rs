@@ -184,9 +184,9 @@ pub(crate) struct Query<'q> {
 }
 
 /// Sends every live (or waiting) page of `session` of at least `min_bytes` in its lean form:
-/// the plan gets the replacement (with whatever was to be appended to the page after it)
-/// and the page's report what was folded. `guard`: the guard keeps every observation, so a
-/// folded part is read back by the page's ID.
+/// the plan gets the replacement (with whatever was to be appended to the page after it),
+/// the quotes of its folded part for each question asked since, and the page's report what
+/// was folded.
 pub(crate) fn add(
     transcript: &Transcript<'_>,
     session: &Session<'_>,
@@ -218,16 +218,16 @@ pub(crate) fn add(
         };
         let Some(lean) = lean.as_ref() else { continue };
         replace(plan, step.item, &lean.text);
-        let page = (
-            header.url.as_deref().unwrap_or(""),
-            step.reading.id.as_str(),
-        );
-        let asked = quote_bytes.map_or_else(Vec::new, |_| asked_while_live(transcript, session, i));
-        for (question, target) in asked {
-            let limit = quote_bytes.unwrap_or(0);
-            let block = follow_ups::quotes(&lean.blocks, &Words::of(question), page, limit);
-            if let Some(block) = block {
-                add_after(plan, target, &block);
+        if let Some(limit) = quote_bytes {
+            let page = (
+                header.url.as_deref().unwrap_or(""),
+                step.reading.id.as_str(),
+            );
+            for (question, target) in asked_while_live(transcript, session, i) {
+                let block = follow_ups::quotes(&lean.blocks, &Words::of(question), page, limit);
+                if let Some(block) = block {
+                    add_after(plan, target, &block);
+                }
             }
         }
         if let Some(report) = plan.results.get_mut(i) {
