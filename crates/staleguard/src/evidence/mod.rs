@@ -15,7 +15,7 @@ mod writing;
 
 pub(crate) use candidates::{gather, target, word_hashes};
 pub(crate) use choice::{choose_from, select, Choice};
-pub(crate) use ranking::{idf, model_hash, model_words, saturation, section_of, Words};
+pub(crate) use ranking::{bm25, model_hash, model_words, ranked, section_of, Words};
 pub(crate) use report::Limits;
 pub use report::{DropReason, EvidenceItem, EvidenceReport, Quote};
 pub(crate) use writing::{apply, fit, line_of, Block, Written};

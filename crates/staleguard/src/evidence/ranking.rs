@@ -56,6 +56,41 @@ pub(crate) fn saturation(len: usize, avg: f64) -> f64 {
     (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * len as f64 / avg.max(1.0)))
 }
 
+/// BM25 of each document (its word hashes, as [`super::candidates::word_hashes`] gives
+/// them) against weighted words: each `(words, weight of a plain word, of one with a digit)`.
+pub(crate) fn bm25(docs: &[&[u64]], query: &[(&Words, f64, f64)]) -> Vec<f64> {
+    let n = docs.len();
+    let mut df: HashMap<u64, usize, Fast> = HashMap::default();
+    for words in docs {
+        for &w in words.iter() {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    let avg = docs.iter().map(|w| w.len()).sum::<usize>() as f64 / n.max(1) as f64;
+    let mut weights: HashMap<u64, f64, Fast> = HashMap::default();
+    for &(words, plain, digits) in query {
+        for (&w, &digit) in &words.0 {
+            let Some(&d) = df.get(&w) else { continue };
+            *weights.entry(w).or_default() += idf(d, n) * if digit { digits } else { plain };
+        }
+    }
+    docs.iter()
+        .map(|words| {
+            words.iter().filter_map(|w| weights.get(w)).sum::<f64>() * saturation(words.len(), avg)
+        })
+        .collect()
+}
+
+/// The indexes of `scores` at least `min` and `share` of the best, best first (ties in
+/// order).
+pub(crate) fn ranked(scores: &[f64], min: f64, share: f64) -> Vec<usize> {
+    let best = scores.iter().copied().fold(0.0, f64::max);
+    let floor = min.max(best * share);
+    let mut out: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] >= floor).collect();
+    out.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    out
+}
+
 /// Words too common in questions to single out a chunk.
 const STOP_WORDS: &[&str] = &[
     "about", "after", "all", "also", "and", "any", "are", "but", "can", "did", "does", "doing",

@@ -3,14 +3,15 @@
 //! quotes go after it, one block per question in the order asked, so that what was sent for
 //! an earlier question never changes (SPEC 9, C1).
 
-use crate::evidence::{idf, line_of, saturation, word_hashes, Words};
+use crate::evidence::{bm25, line_of, ranked, word_hashes, Words};
 use crate::texts::EVIDENCE_HEADER;
 
 /// Quotes one question takes at most from a lean page.
 const MAX_QUOTES: usize = 3;
-/// The least BM25 score of a quote, and its share of the question's best.
-const MIN_SCORE: f64 = 0.75;
-const SHARE_OF_BEST: f64 = 0.35;
+/// A block answers the task or a question when its BM25 score is at least this, and this
+/// share of the best block's: one bar for the lean form's answers and its follow-up quotes.
+pub(super) const MIN_SCORE: f64 = 0.75;
+pub(super) const SHARE_OF_BEST: f64 = 0.35;
 
 /// A folded prose block of a lean page: its text as the page shows it, and its words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,34 +41,13 @@ pub(crate) fn quotes(
     (url, id): (&str, &str),
     max_bytes: usize,
 ) -> Option<String> {
-    let n = blocks.len();
-    let mut df: std::collections::HashMap<u64, usize> = Default::default();
-    for block in blocks {
-        for w in block.words.iter() {
-            *df.entry(*w).or_default() += 1;
-        }
-    }
-    let avg = blocks.iter().map(|b| b.words.len()).sum::<usize>() as f64 / n.max(1) as f64;
-    let scores: Vec<f64> = blocks
-        .iter()
-        .map(|b| {
-            let matched: f64 = b
-                .words
-                .iter()
-                .filter_map(|w| {
-                    let digit = *question.0.get(w)?;
-                    let weight = idf(df.get(w).copied().unwrap_or(1), n);
-                    Some(weight * if digit { 2.0 } else { 1.0 })
-                })
-                .sum();
-            matched * saturation(b.words.len(), avg)
-        })
+    let docs: Vec<&[u64]> = blocks.iter().map(|b| &*b.words).collect();
+    let scores = bm25(&docs, &[(question, 1.0, 2.0)]);
+    let fits = |b: &usize| blocks[*b].text.len() <= max_bytes;
+    let mut chosen: Vec<usize> = ranked(&scores, MIN_SCORE, SHARE_OF_BEST)
+        .into_iter()
+        .filter(fits)
         .collect();
-    let best = scores.iter().copied().fold(0.0, f64::max);
-    let floor = MIN_SCORE.max(best * SHARE_OF_BEST);
-    let fits = |b: usize| blocks[b].text.len() <= max_bytes;
-    let mut chosen: Vec<usize> = (0..n).filter(|&b| scores[b] >= floor && fits(b)).collect();
-    chosen.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     chosen.truncate(MAX_QUOTES);
     if chosen.is_empty() {
         return None;

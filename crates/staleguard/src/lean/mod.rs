@@ -20,9 +20,11 @@ mod follow_ups;
 
 use std::sync::Arc;
 
-use follow_ups::FoldedBlock;
+use follow_ups::{FoldedBlock, MIN_SCORE, SHARE_OF_BEST};
 
-use crate::evidence::{idf, model_hash, model_words, saturation, section_of, word_hashes, Words};
+use crate::evidence::{
+    bm25, model_hash, model_words, ranked, section_of, word_hashes, Words, Written,
+};
 use crate::memo::{Memo, Share};
 use crate::observation::{aria::is_control_role, TreeKind};
 use crate::projection::{Plan, Status};
@@ -38,10 +40,6 @@ pub(crate) const DEFAULT_LEAN_MIN_BYTES: usize = 8 * 1024;
 const FOLD_MIN_BYTES: usize = 300;
 /// The start a folded run keeps: its first sentence, up to this many bytes.
 const START_MAX_BYTES: usize = 100;
-/// A prose block scoring this share of the page's best answers the question as well.
-const SHARE_OF_BEST: f64 = 0.35;
-/// The least score (BM25, scaled as evidence scales it) of a block kept for its words.
-const MIN_SCORE: f64 = 0.75;
 /// Bytes of prose kept for its words: what the rest leaves of [`TARGET_SHARE`] of the page,
 /// at most [`BUDGET_SHARE`] of it and at least [`MIN_BUDGET`].
 const TARGET_SHARE: f64 = 0.28;
@@ -117,14 +115,7 @@ const PATH_ROLES: &[&str] = &[
 
 /// Whether an item's line gives its accessible name (`link "Docs" [ref=e2]`).
 fn is_named(line: &Line<'_>) -> bool {
-    let Some(role) = line.role() else {
-        return false;
-    };
-    line.body()
-        .strip_prefix("- ")
-        .map(|rest| rest.trim_start_matches('\''))
-        .and_then(|rest| rest.get(role.len()..))
-        .is_some_and(|rest| rest.starts_with(" \""))
+    line.role().is_some() && line.after_role().starts_with(" \"")
 }
 
 /// Whether an item is shown on the way to a kept line below it.
@@ -223,12 +214,20 @@ pub(crate) fn add(
                 header.url.as_deref().unwrap_or(""),
                 step.reading.id.as_str(),
             );
-            for (question, target) in asked_while_live(transcript, session, i) {
-                let block = follow_ups::quotes(&lean.blocks, &Words::of(question), page, limit);
-                if let Some(block) = block {
-                    add_after(plan, target, &block);
-                }
-            }
+            // Written after the newest browser result before each question, as evidence
+            // writes a question's quotes.
+            let appended = asked_while_live(transcript, session, i)
+                .into_iter()
+                .filter_map(|(question, target)| {
+                    let block = follow_ups::quotes(&lean.blocks, &Words::of(question), page, limit);
+                    Some((target, block?))
+                })
+                .collect();
+            let written = Written {
+                appended,
+                ..Written::default()
+            };
+            crate::evidence::apply(&written, &mut plan.edits);
         }
         if let Some(report) = plan.results.get_mut(i) {
             report.bytes_after = lean.text.len();
@@ -262,19 +261,6 @@ fn asked_while_live<'t>(
         }
     }
     asked
-}
-
-/// Adds `block` after the content of transcript item `item`: at the end of its replacement
-/// when it has one, else as a part of its own.
-fn add_after(plan: &mut Plan, item: usize, block: &str) {
-    match plan.edits.iter_mut().find(|e| e.item == item && !e.append) {
-        Some(edit) => edit.text = format!("{}\n{block}", edit.text).into(),
-        None => plan.edits.push(Edit {
-            item,
-            text: block.into(),
-            append: true,
-        }),
-    }
 }
 
 /// The lean form of `step`, made once for its text and what came before it, and kept in
@@ -445,6 +431,20 @@ impl Line<'_> {
     /// The line's text, without its indent and line break.
     fn body(&self) -> &str {
         self.text.trim()
+    }
+
+    /// An item's text after its role (` "Docs" [ref=e2]:`, a YAML quote around the item
+    /// left out); any other line's text.
+    fn after_role(&self) -> &str {
+        let body = self.body();
+        let Some(role) = self.role() else {
+            return body;
+        };
+        let item = body
+            .strip_prefix("- ")
+            .unwrap_or(body)
+            .trim_start_matches('\'');
+        item.get(role.len()..).unwrap_or("")
     }
 }
 
@@ -682,7 +682,9 @@ fn answers(lines: &[Line<'_>], query: &Query<'_>, budget: usize, skip: &[bool]) 
         })
         .collect();
     let words: Vec<Box<[u64]>> = texts.iter().map(|t| word_hashes(t)).collect();
-    let mut scores = scores(&words, query);
+    let docs: Vec<&[u64]> = words.iter().map(|w| &**w).collect();
+    // The user's words weigh more than the model's, numbers more than plain words.
+    let mut scores = bm25(&docs, &[(query.task, 1.0, 2.0), (query.model, 0.6, 1.5)]);
     // The section the URL points at is what the agent went there to read.
     let section = section_of(query.url, texts.iter().map(|t| t.trim()));
     let best = scores.iter().copied().fold(0.0, f64::max);
@@ -693,17 +695,13 @@ fn answers(lines: &[Line<'_>], query: &Query<'_>, budget: usize, skip: &[bool]) 
     {
         *score = score.max(best);
     }
-    let best = scores.iter().copied().fold(0.0, f64::max);
-    let floor = MIN_SCORE.max(best * SHARE_OF_BEST);
-    let mut ranked: Vec<usize> = (0..blocks.len()).filter(|&b| scores[b] >= floor).collect();
-    ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     let bytes = |b: usize| -> usize {
         let (first, end) = blocks[b];
         lines[first..end].iter().map(|l| l.text.len()).sum()
     };
     let mut spent = 0;
     let mut out = Vec::new();
-    for b in ranked {
+    for b in ranked(&scores, MIN_SCORE, SHARE_OF_BEST) {
         if spent > 0 && spent + bytes(b) > budget {
             continue;
         }
@@ -719,13 +717,7 @@ fn answers(lines: &[Line<'_>], query: &Query<'_>, budget: usize, skip: &[bool]) 
 
 /// The page's words on a line: its name and text, not its role, ref or other attributes.
 fn page_words(line: &Line<'_>) -> String {
-    let body = line.body();
-    let body = body.strip_prefix("- ").unwrap_or(body);
-    let body = body.trim_start_matches('\'');
-    let rest = match line.role() {
-        Some(role) => body.get(role.len()..).unwrap_or(""),
-        None => body,
-    };
+    let rest = line.after_role();
     let mut out = String::with_capacity(rest.len());
     let mut at = 0;
     while let Some(open) = rest[at..].find(" [").map(|o| at + o) {
@@ -748,31 +740,6 @@ fn page_words(line: &Line<'_>) -> String {
     }
     out.push_str(&rest[at..]);
     out
-}
-
-/// BM25 of each block against the user's words (numbers weigh double) and the model's.
-fn scores(blocks: &[Box<[u64]>], query: &Query<'_>) -> Vec<f64> {
-    let n = blocks.len();
-    let mut df: std::collections::HashMap<u64, usize> = Default::default();
-    for words in blocks {
-        for w in words.iter() {
-            *df.entry(*w).or_default() += 1;
-        }
-    }
-    let avg = blocks.iter().map(|w| w.len()).sum::<usize>() as f64 / n.max(1) as f64;
-    let mut weights: std::collections::HashMap<u64, f64> = Default::default();
-    for (words, plain, digits) in [(query.task, 1.0, 2.0), (query.model, 0.6, 1.5)] {
-        for (&w, &digit) in &words.0 {
-            let Some(&d) = df.get(&w) else { continue };
-            *weights.entry(w).or_default() += idf(d, n) * if digit { digits } else { plain };
-        }
-    }
-    blocks
-        .iter()
-        .map(|words| {
-            words.iter().filter_map(|w| weights.get(w)).sum::<f64>() * saturation(words.len(), avg)
-        })
-        .collect()
 }
 
 /// The first line of the first and last children of every container whose children repeat
