@@ -26,10 +26,10 @@ A request without tools (a title or summary side request) gets a short plain tex
 
 With --readback the model reads file-linked snapshots (Playwright MCP 0.0.69 on: the newest
 page result holds only `- [Snapshot](.playwright-mcp/page-<stamp>.yml)`) back with the agent's
-own file tool, Claude Code's `Read`, at the absolute path (the link resolved against the
-`Working directory:` the agent's system prompt names), instead of calling browser_snapshot; it
-then picks refs from the Read result, its line numbers (`     1→`) stripped. Without the flag
-nothing of this applies.
+own file tool, Claude Code's `Read` (`file_path`) or opencode's `read` (`filePath`), at the
+absolute path (the link resolved against the `Working directory:` the agent's system prompt
+names), instead of calling browser_snapshot; it then picks refs from what it read, its line
+numbers (`     1→`, `1: `) stripped. Without the flag nothing of this applies.
 
 With --coding the model works as a coding agent that checks pages in the browser while it
 works: after every page it is shown (a browser result with a page, or with --readback a snapshot
@@ -83,8 +83,11 @@ READ_TOOL = "Read"
 CODING = False
 SHELL_TOOL = "Bash"
 LINKED = re.compile(r"^- \[Snapshot\]\(([^)\s]+\.yml)\)\s*$", re.M)
-# A file tool's line number: Claude Code's `     1→` (or `     1<tab>`).
-LINE_NUMBER = re.compile(r"^ *\d+(?:\u2192|\t)", re.M)
+# A file tool's line number: Claude Code's `     1→` (or `     1<tab>`), opencode's `1: `.
+LINE_NUMBER = re.compile(r"^ *\d+(?:\u2192|\t|: )", re.M)
+# The agents' file tools, by name, with the argument that names the file: Claude Code's
+# `Read`, opencode's `read`.
+FILE_READERS = {"Read": "file_path", "read": "filePath"}
 WORKDIR = re.compile(r"[Ww]orking directory: *(/\S+)")
 # The browser tools the flow uses, by their MCP tool name without the server prefix.
 NEEDED = {"browser_navigate", "browser_type", "browser_select_option", "browser_click", "browser_snapshot"}
@@ -126,11 +129,26 @@ class Action:
 
 
 def tool_named(convo, suffix):
-    """The offered tool whose name is `suffix` or ends in `__suffix` (an MCP prefix)."""
+    """The offered tool whose name is `suffix` or ends in `__suffix` (an MCP prefix), or in
+    `_suffix` (opencode's `<server>_<tool>`)."""
     for name in convo.tools:
-        if name == suffix or name.endswith("__" + suffix):
+        if name == suffix or name.endswith("__" + suffix) or name.endswith("_" + suffix):
             return name
     return None
+
+
+def file_reader(convo):
+    """--readback: (name, path argument) of the agent's file tool the request offers, or None."""
+    for name, key in FILE_READERS.items():
+        if name in convo.tools:
+            return name, key
+    return None
+
+
+def reads_file(call, path):
+    """Whether `call` (call_id, name, input) read the file at `path` with an agent's file tool."""
+    key = FILE_READERS.get(call[1])
+    return key is not None and isinstance(call[2], dict) and call[2].get(key) == path
 
 
 def search_tool(convo):
@@ -162,8 +180,7 @@ def unread_snapshot(convo):
                 if convo.workdir is None:
                     return None
                 path = convo.workdir.rstrip("/") + "/" + path
-            read = any(c[1] == READ_TOOL and isinstance(c[2], dict) and c[2].get("file_path") == path
-                       for c in convo.calls)
+            read = any(reads_file(c, path) for c in convo.calls)
             return None if read else path
     return None
 
@@ -220,10 +237,11 @@ def decide(convo):
         return find_tools(convo)
     if convo.results and REFUSED in convo.results[-1][1]:
         return call(convo, "browser_snapshot")
-    if READBACK and READ_TOOL in convo.tools:
+    reader = file_reader(convo) if READBACK else None
+    if reader:
         path = unread_snapshot(convo)
         if path:
-            return Action(tool=READ_TOOL, arguments={"file_path": path})
+            return Action(tool=reader[0], arguments={reader[1]: path})
     index, page = latest_snapshot(convo)
     if index is None:
         url = re.search(r"https?://127\.0\.0\.1:\d+/\S*form\.html", convo.prompt)

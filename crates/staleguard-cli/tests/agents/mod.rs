@@ -9,6 +9,8 @@
 
 #![allow(dead_code)] // Each test binary uses part of this module.
 
+pub(crate) mod anthropic;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
