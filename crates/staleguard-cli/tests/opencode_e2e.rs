@@ -63,31 +63,35 @@ mod common;
 // The MCP harness: this test uses its site and server command only.
 mod mcp;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use agents::anthropic::{
-    blocks, breakpoints, call_inputs, forwarded_projections, messages, only_results_changed,
-    tool_results, ToolResult,
+    blocks, breakpoints, call_inputs, nothing_of_staleguards, proxy_log_checked,
+    refusal_names_the_receipt, tool_results, Agent, ToolResult, API_KEY,
 };
-use agents::{free_port, repo, run_limited_group, Finished, Model, Proxy, Record, Scratch};
+use agents::{
+    agent_command, behind_guard, order_placed_once, repo, run_agent, Chain, Finished, Model,
+    Record, Scratch, WORK,
+};
 use serde_json::{json, Value};
 
 const VERSION: &str = "1.18.33";
-const API_KEY: &str = "sk-ant-e2e-dummy-key";
 /// The model opencode is told to use (`--model`), one of its bundled models.dev snapshot.
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 /// The MCP server's name in `opencode.json`: opencode calls its tools `playwright_<tool>`.
 const SERVER: &str = "playwright";
 /// A run of the flow takes 7-15 s here; the limit is the two minutes.
 const LIMIT: Duration = Duration::from_secs(120);
-/// Where opencode's working directory is inside the scratch folder; Playwright MCP 0.0.83
-/// writes `.playwright-mcp/` there.
-const WORK: &str = "work";
-const RECEIPT: &str = "[staleguard receipt]";
-const REFUSED: &str = "staleguard refused this call";
+/// opencode calls Playwright MCP's tools `playwright_<tool>` (`SERVER`) and reads files with
+/// `read` (`filePath`).
+const OPENCODE: Agent = Agent {
+    name: "opencode",
+    mcp: "playwright_",
+    read: "read",
+    path: "filePath",
+};
 
 // ------------------------------------------------------------------------------------------
 // opencode
@@ -128,18 +132,7 @@ fn opencode_bin(scratch: &Scratch) -> PathBuf {
 /// browser left behind can be found and killed; the timeout covers Chromium's start on a busy
 /// machine (opencode's default is 5 s a request).
 fn config(scratch: &Scratch, base_url: &str, guarded: bool, version: &str) -> PathBuf {
-    let server = mcp::server_command(version);
-    let command: Vec<String> = if guarded {
-        let mut command = vec![
-            env!("CARGO_BIN_EXE_staleguard").to_string(),
-            "mcp".into(),
-            "--".into(),
-        ];
-        command.extend(server);
-        command
-    } else {
-        server
-    };
+    let command = behind_guard(mcp::server_command(version), guarded);
     let tmp = scratch.folder("tmp").display().to_string();
     let config = json!({
         "autoupdate": false,
@@ -167,38 +160,20 @@ fn run_opencode(
     let prompt = format!(
         "Order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
     );
-    let bin = opencode_bin(scratch);
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
-    let mut cmd = Command::new(&bin);
-    cmd.current_dir(scratch.folder(WORK))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(scratch.home_env())
-        .env(
-            "OPENCODE_CONFIG",
-            config(scratch, base_url, guarded, version),
-        )
-        .env("ANTHROPIC_API_KEY", API_KEY)
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-        .env("HTTPS_PROXY", &nowhere)
-        .env("HTTP_PROXY", &nowhere)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .args(["run", "--format", "json", "--model", MODEL, &prompt]);
-    let run = run_limited_group(cmd, LIMIT, "opencode run");
-    let leftovers = agents::kill_processes_under(&scratch.dir);
-    eprintln!(
-        "opencode run took {:.1} s; {leftovers} leftover processes killed",
-        run.took.as_secs_f64()
+    let mut cmd = agent_command(scratch, &opencode_bin(scratch));
+    cmd.env(
+        "OPENCODE_CONFIG",
+        config(scratch, base_url, guarded, version),
+    )
+    .env("ANTHROPIC_API_KEY", API_KEY)
+    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+    .args(["run", "--format", "json", "--model", MODEL, &prompt]);
+    let log = format!(
+        " (its log is in {}/home/.local/share/opencode/log)",
+        scratch.dir.display()
     );
-    assert!(
-        run.success,
-        "opencode run failed (its log is in {}/home/.local/share/opencode/log):\nstdout:\n{}\nstderr:\n{}",
-        scratch.dir.display(),
-        run.stdout,
-        run.stderr
-    );
-    run
+    run_agent(scratch, cmd, LIMIT, "opencode run", &log)
 }
 
 /// opencode's final answer: the text of the last `text` event of `--format json`. An `error`
@@ -222,15 +197,6 @@ fn final_answer(run: &Finished) -> String {
 
 // ------------------------------------------------------------------------------------------
 // What opencode sent
-
-fn is_browser(tool: &str) -> bool {
-    tool.starts_with("playwright_browser_")
-}
-
-/// A result that shows a page inline (Playwright MCP 0.0.41).
-fn shows_page(text: &str) -> bool {
-    text.contains("- Page Snapshot:")
-}
 
 /// opencode's own request shapes are there and reach the model unchanged.
 fn opencode_shapes_pass_through(sent: &[Record], got: &[Record]) {
@@ -350,97 +316,6 @@ fn breakpoints_in_place(
     !added.is_empty()
 }
 
-/// Nothing but browser results changed, calls and results pair one to one, and every page
-/// but the newest reached the model as a receipt. Returns how many pages collapsed.
-fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
-    let (s_results, g_results) = only_results_changed(sent, got, i, |r| is_browser(&r.tool));
-    let pages: Vec<&ToolResult> = s_results.iter().filter(|r| shows_page(&r.text)).collect();
-    for (n, page) in pages.iter().enumerate() {
-        let forwarded = &g_results
-            .iter()
-            .find(|r| r.at == page.at)
-            .expect("paired")
-            .text;
-        if n + 1 < pages.len() {
-            assert!(
-                forwarded.starts_with(RECEIPT) && !forwarded.contains("[ref="),
-                "request {i}: an older page reached the model live: {forwarded:.400}"
-            );
-        } else {
-            assert_eq!(
-                forwarded, &page.text,
-                "request {i}: the newest page is live"
-            );
-        }
-    }
-    pages.len().saturating_sub(1)
-}
-
-/// The reused "Place order" was refused by `staleguard mcp` once, as an MCP error opencode
-/// passed on; it is the same call as the click that placed the order; the page after it shows
-/// the one order, neither cancelled nor repeated. Returns the refusal.
-fn stale_click_refused_once(last: &Value) -> String {
-    let results = tool_results(last);
-    let inputs = call_inputs(last);
-    let refusals: Vec<&ToolResult> = results
-        .iter()
-        .filter(|r| r.text.contains(REFUSED))
-        .collect();
-    assert_eq!(refusals.len(), 1, "one refusal");
-    let refusal = refusals[0];
-    assert!(
-        refusal.is_error
-            && refusal.tool == "playwright_browser_click"
-            && refusal.text.contains("order/confirm.html"),
-        "the stale ref is named as the confirm page's: {}",
-        refusal.text
-    );
-    let place: Vec<&Value> = results
-        .iter()
-        .filter(|r| r.tool == "playwright_browser_click")
-        .map(|r| &inputs[&r.call])
-        .filter(|i| i["element"] == "Place order button")
-        .collect();
-    assert_eq!(
-        place.len(),
-        2,
-        "Place order clicked, then reused: {place:?}"
-    );
-    assert_eq!(place[0], place[1], "the reused call is the same call");
-    assert_eq!(inputs[&refusal.call], *place[1]);
-    let snapshot = results.last().expect("a final result");
-    assert_eq!(
-        snapshot.tool, "playwright_browser_snapshot",
-        "after the refusal"
-    );
-    let page = &snapshot.text;
-    assert!(page.contains("Confirmation number: WX-1001"), "{page}");
-    assert!(
-        !page.contains("cancelled") && !page.contains("WX-1002"),
-        "{page}"
-    );
-    refusal.text.clone()
-}
-
-/// Every request the proxy logged was projected as Anthropic; the API key is in no line.
-/// Returns how many lines say the proxy added a breakpoint.
-fn proxy_log_checked(log: &str, requests: usize) -> usize {
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
-    assert_eq!(lines.len(), requests, "one log line a request:\n{log}");
-    for line in &lines {
-        assert!(
-            line.contains("path=/v1/messages ")
-                && line.contains("format=anthropic")
-                && line.contains("outcome=projected"),
-            "{line}"
-        );
-    }
-    assert!(!log.contains(API_KEY), "the proxy logged the API key");
-    // `breakpoint="added"` (quoted in the text log), `already_there`, or `-`.
-    let added = |l: &&&str| l.contains(" breakpoint=\"added\"") || l.contains(" breakpoint=added ");
-    lines.iter().filter(added).count()
-}
-
 // ------------------------------------------------------------------------------------------
 // The tests
 
@@ -451,55 +326,35 @@ fn proxy_log_checked(log: &str, requests: usize) -> usize {
 fn opencode_order_flow_through_proxy_and_guard() {
     let scratch = Scratch::new("opencode-guarded");
     let site = mcp::Site::shared();
-    let model = Model::start(None);
-    let mut proxy = Proxy::start(&scratch, &model.origin());
-    let relay = Model::start(Some(&proxy.origin()));
-    let run = run_opencode(&scratch, &relay.origin(), &site.base, true, "0.0.41");
-    let answer = final_answer(&run);
-    assert!(
-        answer.contains("WX-1001") && !answer.contains("cancelled") && !answer.contains("WX-1002"),
-        "{answer}"
-    );
+    let mut chain = Chain::start(&scratch, "model.py", &[]);
+    let run = run_opencode(&scratch, &chain.relay.origin(), &site.base, true, "0.0.41");
+    order_placed_once(&final_answer(&run));
 
-    let sent = messages(relay.requests());
-    let got = forwarded_projections(&scratch, "opencode", &sent, messages(model.requests()));
+    let (sent, got) = OPENCODE.exchanged(&scratch, &chain);
     opencode_shapes_pass_through(&sent, &got);
     let (mut collapsed, mut added) = (0, 0);
     for (i, (s, g)) in sent.iter().zip(&got).enumerate() {
         let (s, g) = (s.json(), g.json());
-        collapsed += only_old_pages_collapsed(&s, &g, i);
-        added += usize::from(breakpoints_in_place(&s, &g, i, |r| is_browser(&r.tool)));
+        collapsed += OPENCODE.only_old_pages_collapsed(&s, &g, i);
+        added += usize::from(breakpoints_in_place(&s, &g, i, |r| {
+            OPENCODE.is_browser(&r.tool)
+        }));
     }
     assert!(
         collapsed >= 8,
         "older pages collapsed across the run: {collapsed}"
     );
     let last = got[got.len() - 1].json();
-    let refusal = stale_click_refused_once(&last);
-    // The refusal names the confirm page by the observation ID its receipt carries.
-    let id = refusal
-        .split("observation ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no observation ID in {refusal}"));
-    let results = tool_results(&last);
-    let receipt = results
-        .iter()
-        .find(|r| r.text.starts_with(RECEIPT) && r.text.contains("confirm.html"))
-        .expect("the confirm page's receipt");
-    assert!(
-        receipt.text.contains(&format!("observation={id}")),
-        "the refusal names observation {id}, the receipt says: {}",
-        receipt.text
-    );
+    let refusal = OPENCODE.stale_click_refused_once(&last);
+    refusal_names_the_receipt(&last, &refusal);
     eprintln!(
         "{} requests, {collapsed} pages collapsed, {added} breakpoints added; the model was told: {refusal}",
         got.len()
     );
 
-    let log = proxy.stop();
+    let log = chain.proxy.stop();
     assert_eq!(
-        proxy_log_checked(&log, got.len()),
+        proxy_log_checked(&log, got.len(), false),
         added,
         "breakpoint=added:\n{log}"
     );
@@ -515,32 +370,11 @@ fn opencode_without_staleguard_cancels_the_order() {
     let run = run_opencode(&scratch, &model.origin(), &site.base, false, "0.0.41");
     let answer = final_answer(&run);
     assert!(answer.contains("has been cancelled"), "{answer}");
-    let got = messages(model.requests());
-    let last = got.last().expect("requests").json();
-    assert!(
-        !tool_results(&last)
-            .iter()
-            .any(|r| r.text.contains(REFUSED) || r.text.starts_with(RECEIPT)),
-        "nothing of staleguard's is in the unguarded run"
-    );
+    nothing_of_staleguards(model.requests());
 }
 
 // ------------------------------------------------------------------------------------------
 // Snapshots read back through opencode's `read` (SPEC 1)
-
-/// A `read` of a snapshot file Playwright MCP linked (`<cwd>/.playwright-mcp/page-*.yml`).
-fn reads_snapshot(r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
-    let path = inputs.get(&r.call).and_then(|i| i["filePath"].as_str());
-    r.tool == "read"
-        && !r.is_error
-        && path.is_some_and(|p| p.contains("/.playwright-mcp/page-") && p.ends_with(".yml"))
-}
-
-/// A result that holds a page tree: a snapshot file read back, or a browser result with the
-/// tree inline (0.0.83's `browser_snapshot`).
-fn holds_tree(r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
-    (reads_snapshot(r, inputs) || is_browser(&r.tool)) && r.text.contains("[ref=")
-}
 
 /// opencode prints a file read as its path, its type, and its lines numbered `1: `, inside
 /// `<content>` and closed by the count of lines.
@@ -555,46 +389,6 @@ fn read_like_opencode(text: &str, path: &str) {
     );
 }
 
-/// What one request shows of the read-back pages.
-#[derive(Default, Debug)]
-struct Readback {
-    reads: usize,
-    reads_collapsed: usize,
-    newest_read_live: bool,
-}
-
-/// Only browser results and snapshot files read back changed; every page tree but the newest
-/// (read back or inline) reached the model as a receipt with no ref of its tree left, and the
-/// newest as opencode sent it.
-fn only_old_reads_collapsed(sent: &Value, got: &Value, i: usize) -> Readback {
-    let inputs = call_inputs(sent);
-    let may_change = |r: &ToolResult| is_browser(&r.tool) || reads_snapshot(r, &inputs);
-    let (s_results, g_results) = only_results_changed(sent, got, i, may_change);
-    let mut seen = Readback::default();
-    let pages: Vec<(&ToolResult, &ToolResult)> = s_results
-        .iter()
-        .zip(&g_results)
-        .filter(|(s, _)| holds_tree(s, &inputs))
-        .collect();
-    for (n, (s, g)) in pages.iter().enumerate() {
-        let read = reads_snapshot(s, &inputs);
-        seen.reads += usize::from(read);
-        if n + 1 < pages.len() {
-            assert!(
-                g.text.contains(RECEIPT) && !g.text.contains("[ref="),
-                "request {i}: an older page ({}) reached the model live: {:.600}",
-                s.tool,
-                g.text
-            );
-            seen.reads_collapsed += usize::from(read);
-        } else {
-            assert_eq!(g.text, s.text, "request {i}: the newest page is live");
-            seen.newest_read_live = read;
-        }
-    }
-    seen
-}
-
 /// opencode with Playwright MCP 0.0.83 behind `staleguard mcp`: every action result only links
 /// its snapshot (`- [Snapshot](.playwright-mcp/page-<stamp>.yml)`), and the model (`model.py
 /// --readback`) reads the file with opencode's own `read` instead of calling browser_snapshot,
@@ -604,88 +398,31 @@ fn only_old_reads_collapsed(sent: &Value, got: &Value, i: usize) -> Readback {
 fn opencode_reads_linked_snapshots_back_through_proxy_and_guard() {
     let scratch = Scratch::new("opencode-readback");
     let site = mcp::Site::shared();
-    let model = Model::script("model.py", &["--readback"]);
-    let mut proxy = Proxy::start(&scratch, &model.origin());
-    let relay = Model::start(Some(&proxy.origin()));
-    let run = run_opencode(&scratch, &relay.origin(), &site.base, true, "0.0.83");
-    let answer = final_answer(&run);
-    assert!(
-        answer.contains("WX-1001") && !answer.contains("cancelled") && !answer.contains("WX-1002"),
-        "{answer}"
-    );
+    let mut chain = Chain::start(&scratch, "model.py", &["--readback"]);
+    let run = run_opencode(&scratch, &chain.relay.origin(), &site.base, true, "0.0.83");
+    order_placed_once(&final_answer(&run));
 
-    let sent = messages(relay.requests());
-    // Kept with the scratch folder when the test fails.
-    for (i, s) in sent.iter().enumerate() {
-        std::fs::write(scratch.dir.join(format!("sent-{i:02}.json")), &s.body).expect("write");
-    }
-    let got = forwarded_projections(&scratch, "opencode", &sent, messages(model.requests()));
+    let (sent, got) = OPENCODE.exchanged(&scratch, &chain);
     opencode_shapes_pass_through(&sent, &got);
     let mut added = 0;
-    let seen: Vec<Readback> = sent
-        .iter()
-        .zip(&got)
-        .enumerate()
-        .map(|(i, (s, g))| {
-            let (s, g) = (s.json(), g.json());
-            let inputs = call_inputs(&s);
-            let is_page = |r: &ToolResult| is_browser(&r.tool) || reads_snapshot(r, &inputs);
-            added += usize::from(breakpoints_in_place(&s, &g, i, is_page));
-            only_old_reads_collapsed(&s, &g, i)
-        })
-        .collect();
-    let collapsed: usize = seen.iter().map(|r| r.reads_collapsed).sum();
-    let live = seen.iter().filter(|r| r.newest_read_live).count();
-
-    // The last request holds the whole run.
-    let last_sent = sent[sent.len() - 1].json();
-    let inputs = call_inputs(&last_sent);
-    let work = scratch.dir.join(WORK).display().to_string();
-    let results = tool_results(&last_sent);
-    let reads: Vec<&ToolResult> = results
-        .iter()
-        .filter(|r| reads_snapshot(r, &inputs))
-        .collect();
-    assert!(
-        reads.len() >= 4,
-        "read results of snapshot files: {}",
-        reads.len()
-    );
-    for r in &reads {
-        let path = inputs[&r.call]["filePath"].as_str().unwrap_or_default();
-        assert!(
-            path.starts_with(&format!("{work}/.playwright-mcp/page-")),
-            "{path} is in opencode's working directory {work}"
-        );
-        read_like_opencode(&r.text, path);
+    for (i, (s, g)) in sent.iter().zip(&got).enumerate() {
+        let (s, g) = (s.json(), g.json());
+        let inputs = call_inputs(&s);
+        let is_page =
+            |r: &ToolResult| OPENCODE.is_browser(&r.tool) || OPENCODE.reads_snapshot(r, &inputs);
+        added += usize::from(breakpoints_in_place(&s, &g, i, is_page));
     }
-    // Every page the model acted on was read back: browser_snapshot was called once, after
-    // the refusal.
-    let snapshots = results
-        .iter()
-        .filter(|r| r.tool == "playwright_browser_snapshot")
-        .count();
-    assert_eq!(snapshots, 1, "one browser_snapshot, after the refusal");
-    assert!(
-        live >= reads.len(),
-        "every page read back reached the model live: {live} requests"
-    );
-    let last_seen = &seen[seen.len() - 1];
-    assert_eq!(
-        (last_seen.reads, last_seen.reads_collapsed),
-        (reads.len(), reads.len()),
-        "after the browser_snapshot every page read back is a receipt"
-    );
-    let refusal = stale_click_refused_once(&got[got.len() - 1].json());
+    let work = scratch.dir.join(WORK).display().to_string();
+    let (reads, collapsed) = OPENCODE.pages_read_back(&sent, &got, &work, 4, read_like_opencode);
+    let refusal = OPENCODE.stale_click_refused_once(&got[got.len() - 1].json());
     eprintln!(
-        "{} read results of snapshot files sent; {collapsed} collapsed across {} requests; {added} breakpoints added; refused: {refusal}",
-        reads.len(),
+        "{reads} read results of snapshot files sent; {collapsed} collapsed across {} requests; {added} breakpoints added; refused: {refusal}",
         got.len()
     );
 
-    let log = proxy.stop();
+    let log = chain.proxy.stop();
     assert_eq!(
-        proxy_log_checked(&log, got.len()),
+        proxy_log_checked(&log, got.len(), false),
         added,
         "breakpoint=added:\n{log}"
     );

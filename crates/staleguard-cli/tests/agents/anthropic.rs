@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{project, Record, Scratch};
+use super::{keep_sent, project, shows_page, Chain, Record, Scratch, RECEIPT, REFUSED};
 
 /// A tool result of a request: where it is, what it answers, its text.
 pub(crate) struct ToolResult {
@@ -217,4 +217,319 @@ pub(crate) fn only_results_changed(
         "request {i}: something but a page result changed"
     );
     (s_results, g_results)
+}
+
+// ------------------------------------------------------------------------------------------
+// The checks of an agent's browser and read-back results
+
+/// The dummy API key the Anthropic agents are given; no log line or body may hold it.
+pub(crate) const API_KEY: &str = "sk-ant-e2e-dummy-key";
+
+/// How an Anthropic agent names what the checks look for.
+pub(crate) struct Agent {
+    /// Its name in messages: `Claude Code`, `opencode`.
+    pub name: &'static str,
+    /// What it puts before a tool of Playwright MCP (the MCP server `playwright`):
+    /// `mcp__playwright__` (`mcp__playwright__browser_click`), `playwright_`.
+    pub mcp: &'static str,
+    /// Its own tool that reads a file: `Read`, `read`.
+    pub read: &'static str,
+    /// That tool's argument with the file's (absolute) path: `file_path`, `filePath`.
+    pub path: &'static str,
+}
+
+/// What one request shows of the read-back pages.
+#[derive(Default, Debug)]
+pub(crate) struct Readback {
+    pub reads: usize,
+    pub reads_collapsed: usize,
+    pub newest_read_live: bool,
+}
+
+impl Agent {
+    /// What a guarded run through `chain` exchanged: the Messages requests the agent sent, and
+    /// what the model got for each, in the same order (`forwarded_projections`). Both are kept
+    /// in the scratch folder for when the test fails: `sent-00.json`, ... and
+    /// `got-seq1.json`, ... (numbered by the relay's `x-e2e-seq`).
+    pub(crate) fn exchanged(&self, scratch: &Scratch, chain: &Chain) -> (Vec<Record>, Vec<Record>) {
+        let sent = messages(chain.relay.requests());
+        keep_sent(scratch, &sent);
+        let got = messages(chain.model.requests());
+        for g in &got {
+            let seq = g.header("x-e2e-seq").unwrap_or("none");
+            let file = scratch.dir.join(format!("got-seq{seq}.json"));
+            std::fs::write(file, &g.body).expect("write");
+        }
+        let got = forwarded_projections(scratch, self.name, &sent, got);
+        (sent, got)
+    }
+
+    /// Playwright MCP's tool `name` as the agent calls it: `browser_click` is
+    /// `mcp__playwright__browser_click` to Claude Code.
+    pub(crate) fn tool(&self, name: &str) -> String {
+        format!("{}{name}", self.mcp)
+    }
+
+    pub(crate) fn is_browser(&self, tool: &str) -> bool {
+        tool.starts_with(&self.tool("browser_"))
+    }
+
+    /// The path the agent's file-reading call that `r` answers read.
+    pub(crate) fn read_path<'a>(
+        &self,
+        r: &ToolResult,
+        inputs: &'a HashMap<String, Value>,
+    ) -> Option<&'a str> {
+        let input = inputs.get(&r.call).filter(|_| r.tool == self.read);
+        input.and_then(|i| i[self.path].as_str())
+    }
+
+    /// A read of a snapshot file Playwright MCP linked (`<cwd>/.playwright-mcp/page-*.yml`),
+    /// with the agent's own tool, that did not fail.
+    pub(crate) fn reads_snapshot(&self, r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
+        !r.is_error
+            && self
+                .read_path(r, inputs)
+                .is_some_and(|p| p.contains("/.playwright-mcp/page-") && p.ends_with(".yml"))
+    }
+
+    /// A result that holds a page tree: a snapshot file read back, or a browser result with
+    /// the tree inline (0.0.83's `browser_snapshot`).
+    pub(crate) fn holds_tree(&self, r: &ToolResult, inputs: &HashMap<String, Value>) -> bool {
+        (self.reads_snapshot(r, inputs) || self.is_browser(&r.tool)) && r.text.contains("[ref=")
+    }
+
+    /// Nothing but browser results changed, calls and results pair one to one, and every page
+    /// but the newest reached the model as a receipt. Returns how many pages collapsed.
+    pub(crate) fn only_old_pages_collapsed(&self, sent: &Value, got: &Value, i: usize) -> usize {
+        let (s_results, g_results) =
+            only_results_changed(sent, got, i, |r| self.is_browser(&r.tool));
+        let pages: Vec<&ToolResult> = s_results.iter().filter(|r| shows_page(&r.text)).collect();
+        for (n, page) in pages.iter().enumerate() {
+            let forwarded = &g_results
+                .iter()
+                .find(|r| r.at == page.at)
+                .expect("paired")
+                .text;
+            if n + 1 < pages.len() {
+                assert!(
+                    forwarded.starts_with(RECEIPT) && !forwarded.contains("[ref="),
+                    "request {i}: an older page reached the model live: {forwarded:.400}"
+                );
+            } else {
+                assert_eq!(
+                    forwarded, &page.text,
+                    "request {i}: the newest page is live"
+                );
+            }
+        }
+        pages.len().saturating_sub(1)
+    }
+
+    /// Only browser results and snapshot files read back changed; every page tree but the
+    /// newest (read back or inline) reached the model as a receipt with no ref of its tree
+    /// left, and the newest as the agent sent it.
+    pub(crate) fn only_old_reads_collapsed(&self, sent: &Value, got: &Value, i: usize) -> Readback {
+        let inputs = call_inputs(sent);
+        let may_change =
+            |r: &ToolResult| self.is_browser(&r.tool) || self.reads_snapshot(r, &inputs);
+        let (s_results, g_results) = only_results_changed(sent, got, i, may_change);
+        let mut seen = Readback::default();
+        let pages: Vec<(&ToolResult, &ToolResult)> = s_results
+            .iter()
+            .zip(&g_results)
+            .filter(|(s, _)| self.holds_tree(s, &inputs))
+            .collect();
+        for (n, (s, g)) in pages.iter().enumerate() {
+            let read = self.reads_snapshot(s, &inputs);
+            seen.reads += usize::from(read);
+            if n + 1 < pages.len() {
+                assert!(
+                    g.text.contains(RECEIPT) && !g.text.contains("[ref="),
+                    "request {i}: an older page ({}) reached the model live: {:.600}",
+                    s.tool,
+                    g.text
+                );
+                seen.reads_collapsed += usize::from(read);
+            } else {
+                assert_eq!(g.text, s.text, "request {i}: the newest page is live");
+                seen.newest_read_live = read;
+            }
+        }
+        seen
+    }
+
+    /// A run in which the model read every page it acted on back from the snapshot file its
+    /// action result linked, request for request (`sent` as the agent sent them, `got` as the
+    /// model got them): only old pages collapsed in each (`only_old_reads_collapsed`). The
+    /// last request holds the whole run: `least` or more snapshot files read back, each from
+    /// the agent's working folder `work` and printed as `read_like(text, path)` expects;
+    /// browser_snapshot was called once, after the refusal; every page read back reached the
+    /// model live while it was the newest, and after the browser_snapshot every one is a
+    /// receipt. Returns (pages read back, receipts of pages read back across the requests).
+    pub(crate) fn pages_read_back(
+        &self,
+        sent: &[Record],
+        got: &[Record],
+        work: &str,
+        least: usize,
+        read_like: impl Fn(&str, &str),
+    ) -> (usize, usize) {
+        let seen: Vec<Readback> = sent
+            .iter()
+            .zip(got)
+            .enumerate()
+            .map(|(i, (s, g))| self.only_old_reads_collapsed(&s.json(), &g.json(), i))
+            .collect();
+        let collapsed: usize = seen.iter().map(|r| r.reads_collapsed).sum();
+        let live = seen.iter().filter(|r| r.newest_read_live).count();
+
+        let last_sent = sent[sent.len() - 1].json();
+        let inputs = call_inputs(&last_sent);
+        let results = tool_results(&last_sent);
+        let reads: Vec<&ToolResult> = results
+            .iter()
+            .filter(|r| self.reads_snapshot(r, &inputs))
+            .collect();
+        assert!(
+            reads.len() >= least,
+            "{} results of snapshot files: {}",
+            self.read,
+            reads.len()
+        );
+        for r in &reads {
+            let path = self.read_path(r, &inputs).unwrap_or_default();
+            assert!(
+                path.starts_with(&format!("{work}/.playwright-mcp/page-")),
+                "{path} is in {}'s working folder {work}",
+                self.name
+            );
+            read_like(&r.text, path);
+        }
+        // Every page the model acted on was read back: browser_snapshot was called once, after
+        // the refusal.
+        let snapshot = self.tool("browser_snapshot");
+        let snapshots = results.iter().filter(|r| r.tool == snapshot).count();
+        assert_eq!(snapshots, 1, "one browser_snapshot, after the refusal");
+        assert!(
+            live >= reads.len(),
+            "every page read back reached the model live: {live} requests"
+        );
+        let last_seen = &seen[seen.len() - 1];
+        assert_eq!(
+            (last_seen.reads, last_seen.reads_collapsed),
+            (reads.len(), reads.len()),
+            "after the browser_snapshot every page read back is a receipt"
+        );
+        (reads.len(), collapsed)
+    }
+
+    /// The reused "Place order" was refused by `staleguard mcp` once, as an MCP error the agent
+    /// passed on, naming the stale ref as the confirm page's; it is the same call as the click
+    /// that placed the order; the browser_snapshot after it shows the one order, neither
+    /// cancelled nor repeated. Returns the refusal.
+    pub(crate) fn stale_click_refused_once(&self, last: &Value) -> String {
+        let results = tool_results(last);
+        let inputs = call_inputs(last);
+        let click = self.tool("browser_click");
+        let refusals: Vec<&ToolResult> = results
+            .iter()
+            .filter(|r| r.text.contains(REFUSED))
+            .collect();
+        assert_eq!(refusals.len(), 1, "one refusal");
+        let refusal = refusals[0];
+        assert!(
+            refusal.is_error
+                && refusal.tool == click
+                && refusal.text.contains("order/confirm.html"),
+            "the stale ref is named as the confirm page's: {}",
+            refusal.text
+        );
+        let place: Vec<&Value> = results
+            .iter()
+            .filter(|r| r.tool == click)
+            .map(|r| &inputs[&r.call])
+            .filter(|i| i["element"] == "Place order button")
+            .collect();
+        assert_eq!(
+            place.len(),
+            2,
+            "Place order clicked, then reused: {place:?}"
+        );
+        assert_eq!(place[0], place[1], "the reused call is the same call");
+        assert_eq!(inputs[&refusal.call], *place[1]);
+        let snapshot = results.last().expect("a final result");
+        assert_eq!(
+            snapshot.tool,
+            self.tool("browser_snapshot"),
+            "after the refusal"
+        );
+        let page = &snapshot.text;
+        assert!(page.contains("Confirmation number: WX-1001"), "{page}");
+        assert!(
+            !page.contains("cancelled") && !page.contains("WX-1002"),
+            "{page}"
+        );
+        refusal.text.clone()
+    }
+}
+
+/// The refusal names the confirm page by the observation ID its receipt in `last` carries.
+pub(crate) fn refusal_names_the_receipt(last: &Value, refusal: &str) {
+    let id = refusal
+        .split("observation ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no observation ID in {refusal}"));
+    let results = tool_results(last);
+    let receipt = results
+        .iter()
+        .find(|r| r.text.starts_with(RECEIPT) && r.text.contains("confirm.html"))
+        .expect("the confirm page's receipt");
+    assert!(
+        receipt.text.contains(&format!("observation={id}")),
+        "the refusal names observation {id}, the receipt says: {}",
+        receipt.text
+    );
+}
+
+/// Nothing of staleguard's (no refusal, no receipt) is in the last Messages request of
+/// `records`, those of an unguarded run.
+pub(crate) fn nothing_of_staleguards(records: Vec<Record>) {
+    let got = messages(records);
+    let last = got.last().expect("requests").json();
+    assert!(
+        !tool_results(&last)
+            .iter()
+            .any(|r| r.text.contains(REFUSED) || r.text.starts_with(RECEIPT)),
+        "nothing of staleguard's is in the unguarded run"
+    );
+}
+
+/// The proxy's log of a run whose `requests` Messages requests reached the model: one line a
+/// request, each projected as Anthropic, and the API key in no line. The lines of other
+/// requests (Claude Code's `/v1/messages/count_tokens`) are passed over where `others` allows
+/// them, and fail the check where not. Returns how many lines say the proxy added a
+/// breakpoint.
+pub(crate) fn proxy_log_checked(log: &str, requests: usize, others: bool) -> usize {
+    let all: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
+    let lines: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|l| l.contains(" path=/v1/messages "))
+        .collect();
+    if !others {
+        assert_eq!(all, lines, "only Messages requests:\n{log}");
+    }
+    assert_eq!(lines.len(), requests, "one log line a request:\n{log}");
+    for line in &lines {
+        assert!(
+            line.contains("format=anthropic") && line.contains("outcome=projected"),
+            "{line}"
+        );
+    }
+    assert!(!log.contains(API_KEY), "the proxy logged the API key");
+    // `breakpoint="added"` (quoted in the text log), `already_there`, or `-`.
+    let added = |l: &&&str| l.contains(" breakpoint=\"added\"") || l.contains(" breakpoint=added ");
+    lines.iter().filter(added).count()
 }

@@ -20,6 +20,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// How a receipt of staleguard's starts: what an older page collapsed to.
+pub(crate) const RECEIPT: &str = "[staleguard receipt]";
+/// What `staleguard mcp` says when it refuses a call on a stale ref.
+pub(crate) const REFUSED: &str = "staleguard refused this call";
+/// Where an agent's working directory is inside the scratch folder (`agent_command`);
+/// Playwright MCP 0.0.83 writes `.playwright-mcp/` there.
+pub(crate) const WORK: &str = "work";
+
 pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -379,6 +387,104 @@ fn run_limited_with(mut cmd: Command, limit: Duration, what: &str, group: bool) 
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
         took: start.elapsed(),
+    }
+}
+
+/// The chain of a guarded run, in front of the agent: a recording relay (`relay`, the agent's
+/// API), `staleguard proxy`, and the scripted model (`tests/agents/<script> <args>`).
+pub(crate) struct Chain {
+    pub relay: Model,
+    pub proxy: Proxy,
+    pub model: Model,
+}
+
+impl Chain {
+    pub(crate) fn start(scratch: &Scratch, script: &str, args: &[&str]) -> Chain {
+        let model = Model::script(script, args);
+        let proxy = Proxy::start(scratch, &model.origin());
+        let relay = Model::start(Some(&proxy.origin()));
+        Chain {
+            relay,
+            proxy,
+            model,
+        }
+    }
+}
+
+/// The command line of the MCP server `server` (its program first), behind `staleguard mcp`
+/// when `guarded`.
+pub(crate) fn behind_guard(server: Vec<String>, guarded: bool) -> Vec<String> {
+    if !guarded {
+        return server;
+    }
+    let mut command = vec![
+        env!("CARGO_BIN_EXE_staleguard").to_string(),
+        "mcp".into(),
+        "--".into(),
+    ];
+    command.extend(server);
+    command
+}
+
+/// The agent `bin`, to run in the scratch folder `WORK` with only the environment it needs to
+/// start: `PATH`, a throwaway home, and anything not on 127.0.0.1 sent to a closed port (no
+/// network beyond this machine).
+pub(crate) fn agent_command(scratch: &Scratch, bin: &Path) -> Command {
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(scratch.folder(WORK))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(scratch.home_env())
+        .env("HTTPS_PROXY", &nowhere)
+        .env("HTTP_PROXY", &nowhere)
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    cmd
+}
+
+/// Runs the agent `cmd` (`what`) as `run_limited_group` does, kills what it left behind under
+/// the scratch folder, and fails unless it succeeded (saying `hint`, such as where its log is,
+/// and what it printed).
+pub(crate) fn run_agent(
+    scratch: &Scratch,
+    cmd: Command,
+    limit: Duration,
+    what: &str,
+    hint: &str,
+) -> Finished {
+    let run = run_limited_group(cmd, limit, what);
+    let leftovers = kill_processes_under(&scratch.dir);
+    eprintln!(
+        "{what} took {:.1} s; {leftovers} leftover processes killed",
+        run.took.as_secs_f64()
+    );
+    assert!(
+        run.success,
+        "{what} failed{hint}:\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    run
+}
+
+/// The agent's answer on the order flow names the one order, neither cancelled nor repeated.
+pub(crate) fn order_placed_once(answer: &str) {
+    assert!(
+        answer.contains("WX-1001") && !answer.contains("cancelled") && !answer.contains("WX-1002"),
+        "{answer}"
+    );
+}
+
+/// A result that shows a page inline (Playwright MCP 0.0.41's action results): what
+/// staleguard collapses when a newer one follows.
+pub(crate) fn shows_page(text: &str) -> bool {
+    text.contains("- Page Snapshot:")
+}
+
+/// Keeps the requests `sent` in the scratch folder (`sent-00.json`, ...), for when the test
+/// fails.
+pub(crate) fn keep_sent(scratch: &Scratch, sent: &[Record]) {
+    for (i, s) in sent.iter().enumerate() {
+        fs::write(scratch.dir.join(format!("sent-{i:02}.json")), &s.body).expect("write");
     }
 }
 
