@@ -14,7 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use staleguard::{Refusal, Verdict as GuardVerdict};
+use staleguard::Verdict as GuardVerdict;
 use staleguard::{Config, Options, Projection, RequestFormat};
 use staleguard_cli::inspect;
 
@@ -202,16 +202,6 @@ impl Verdict {
     }
 }
 
-fn refusal_name(why: Refusal) -> &'static str {
-    match why {
-        Refusal::StaleRef => "stale_ref",
-        Refusal::UnknownRef => "unknown_ref",
-        Refusal::ReusedRef => "reused_ref",
-        Refusal::NeedsSnapshot => "needs_snapshot",
-        Refusal::RepeatedSubmission => "repeated_submission",
-    }
-}
-
 /// The tool name and JSON arguments of a call in any of the three wire formats (as the
 /// CLI's `check-call --call` reads it).
 fn proposed_call(call: &str) -> PyResult<(String, String)> {
@@ -249,7 +239,7 @@ fn check_call(
         },
         GuardVerdict::Refuse { why, message } => Verdict {
             allowed: false,
-            kind: refusal_name(why),
+            kind: why.name(),
             reason: Some(message),
         },
     })

@@ -30,6 +30,24 @@ pub enum Refusal {
     RepeatedSubmission,
 }
 
+impl Refusal {
+    /// Its name in the bindings' verdicts: `stale_ref`, `unknown_ref`, `reused_ref`,
+    /// `needs_snapshot` or `repeated_submission`.
+    ///
+    /// ```
+    /// assert_eq!(staleguard::Refusal::StaleRef.name(), "stale_ref");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::StaleRef => "stale_ref",
+            Refusal::UnknownRef => "unknown_ref",
+            Refusal::ReusedRef => "reused_ref",
+            Refusal::NeedsSnapshot => "needs_snapshot",
+            Refusal::RepeatedSubmission => "repeated_submission",
+        }
+    }
+}
+
 /// The guard's answer about one proposed call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
