@@ -655,3 +655,45 @@ fn every_client_form_of_a_tool_name_is_recognised() {
         }
     }
 }
+
+/// Codex's spelling: in a Responses body a call to an MCP tool gives the tool's own name and
+/// its server's namespace apart (`"namespace": "mcp__playwright", "name": "browser_click"`),
+/// and the tools come in a `namespace` tool. The default tool set sees the same pages,
+/// collapses the same results and gives the same verdicts as with the bare names, and a tool
+/// set that names only the server (`mcp__playwright__*`) sees them too.
+#[test]
+fn codex_namespaced_calls_are_recognised() {
+    let seen = |body: &str, config: &staleguard::Config| {
+        let options = Options {
+            verdicts: true,
+            ..Options::default()
+        };
+        let p =
+            staleguard::project(body, RequestFormat::Responses, config, options).expect("projects");
+        let statuses: Vec<Status> = p.report().results.iter().map(|r| r.status).collect();
+        let verdicts: Vec<bool> = p.verdicts.iter().map(|v| v.verdict.is_allowed()).collect();
+        (statuses, verdicts)
+    };
+    let server_only = staleguard::Config {
+        browser_tools: vec!["mcp__playwright__*".into()],
+        ..on()
+    };
+    for version in ["pwmcp-0.0.41", "pwmcp-0.0.83"] {
+        for name in ["order", "tabs_iframe"] {
+            let chat = read(&shared_fixtures().join(format!("{version}/{name}.openai.json")));
+            let bare = support::formats::chat_to_responses(&chat);
+            let mut codex: Value = serde_json::from_str(&bare).expect("JSON");
+            for item in codex["input"].as_array_mut().expect("input") {
+                if item["type"] == "function_call" {
+                    item["namespace"] = json!("mcp__playwright");
+                }
+            }
+            let codex = codex.to_string();
+            let want = seen(&bare, &on());
+            assert!(want.0.contains(&Status::Collapsed), "{version}/{name}");
+            assert_eq!(seen(&codex, &on()), want, "{version}/{name}");
+            assert_eq!(seen(&codex, &server_only), want, "{version}/{name}");
+            assert_ne!(seen(&bare, &server_only), want, "{version}/{name}");
+        }
+    }
+}

@@ -133,7 +133,11 @@ fn read_parts(mut parts: Vec<Part<'_>>) -> Option<Content<'_>> {
             return Some(content);
         }
     }
-    let (text, images) = join_parts(&parts)?;
+    let own = match parts.as_slice() {
+        [first, _, ..] if is_call_report(first) => &parts[1..],
+        _ => &parts[..],
+    };
+    let (text, images) = join_parts(own)?;
     Some(Content {
         text: Cow::Owned(text),
         images,
@@ -141,6 +145,41 @@ fn read_parts(mut parts: Vec<Part<'_>>) -> Option<Content<'_>> {
         style: Style::plain("text"),
         appendix,
     })
+}
+
+/// Codex's report on a call, a part of its own before what the tool returned: `Wall time:
+/// 0.5406 seconds\nOutput:` before an MCP tool's content, `Script completed\nWall time 0.9
+/// seconds\nOutput:\n` before what a code-mode `exec` script printed. It is no part of the
+/// tool's output, so it is not read as the result's text: the page, and its observation ID,
+/// are what the MCP guard saw. The part stays in the body (a collapse replaces the whole
+/// content).
+fn is_call_report(part: &Part<'_>) -> bool {
+    let Some(text) = part
+        .kind
+        .as_deref()
+        .filter(|k| TEXT_PARTS.contains(k))
+        .and(part.text.as_deref())
+    else {
+        return false;
+    };
+    let wall_time = |line: &str| {
+        let seconds = line
+            .strip_prefix("Wall time")
+            .map(|l| l.strip_prefix(':').unwrap_or(l))
+            .and_then(|l| l.strip_prefix(' '))
+            .and_then(|l| l.strip_suffix(" seconds"));
+        seconds.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    };
+    let lines: Vec<&str> = text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .collect();
+    match lines.as_slice() {
+        [wall, "Output:"] => wall_time(wall),
+        [script, wall, "Output:"] => script.starts_with("Script ") && wall_time(wall),
+        _ => false,
+    }
 }
 
 /// Drops the trailing parts staleguard appended; true if there were any. The first part is
@@ -292,6 +331,36 @@ mod tests {
                 (shape, "new", 0),
                 "{written}"
             );
+        }
+    }
+
+    #[test]
+    fn codexs_call_report_is_not_read_as_the_tools_output() {
+        for report in [
+            "Wall time: 0.5406 seconds\\nOutput:",
+            "Script completed\\nWall time 0.9 seconds\\nOutput:\\n",
+        ] {
+            let codex = format!(
+                r####"[{{"type":"input_text","text":"{report}"}},{{"type":"input_text","text":"### Page state"}}]"####
+            );
+            let r = raw(&codex);
+            let c = read(&r, "input_text").unwrap();
+            assert_eq!(
+                (c.shape, c.text.as_ref()),
+                (Shape::Parts, "### Page state"),
+                "{codex}"
+            );
+        }
+        // Alone, or worded otherwise, it is the result's own text.
+        for own in [
+            r####"[{"type":"input_text","text":"Wall time: 0.5406 seconds\nOutput:"}]"####,
+            r####"[{"type":"input_text","text":"Wall time: soon seconds\nOutput:"},{"type":"input_text","text":"b"}]"####,
+            r####"[{"type":"input_text","text":"Wall time: 1 seconds\nOutput: a"},{"type":"input_text","text":"b"}]"####,
+            r####"[{"type":"input_text","text":"Done\nWall time 1 seconds\nOutput:\n"},{"type":"input_text","text":"b"}]"####,
+        ] {
+            let r = raw(own);
+            let c = read(&r, "input_text").unwrap();
+            assert!(c.text.contains("Wall time"), "{own}");
         }
     }
 

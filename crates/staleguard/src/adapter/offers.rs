@@ -1,7 +1,9 @@
 //! Whether a request offers the MCP guard's `browser_history` tool (SPEC 9, C5: a collapse
 //! may wait only where the guard stands between the model and the browser). A request offers
 //! it by declaring it among its tools (`name`, `function.name`, Gemini's
-//! `functionDeclarations[].name`), or by naming it alone on a line of a system text, as
+//! `functionDeclarations[].name`, the `tools[].name` of a Responses `namespace`, where Codex puts
+//! each MCP server's tools; Responses bodies also declare the tools a `tool_search_output` item
+//! loaded), or by naming it alone on a line of a system text, as
 //! agents that load tools on demand list them (Claude Code's deferred tools). Only the
 //! agent's own parts are read: tool results, where page text arrives, never count.
 
@@ -15,6 +17,8 @@ use crate::tools::{is_own, HISTORY_TOOL};
 /// One declared tool, in any of the providers' shapes; every field optional.
 #[derive(Deserialize)]
 struct Declared<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -25,6 +29,9 @@ struct Declared<'a> {
         borrow
     )]
     declarations: Option<Vec<Named<'a>>>,
+    /// A `namespace`'s tools; read only for a namespace, as any other tool may use the key.
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -39,10 +46,16 @@ pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
         return false;
     };
     tools.iter().any(|tool| {
+        let namespace = tool
+            .tools
+            .filter(|_| tool.kind.as_deref() == Some("namespace"))
+            .and_then(|raw| serde_json::from_str::<Vec<Named<'_>>>(raw.get()).ok())
+            .unwrap_or_default();
         let nested = tool
             .function
             .iter()
-            .chain(tool.declarations.iter().flatten());
+            .chain(tool.declarations.iter().flatten())
+            .chain(&namespace);
         let names = tool
             .name
             .iter()
@@ -118,6 +131,7 @@ mod tests {
             r#"[{"type":"function","function":{"name":"browser_history"}}]"#,
             r#"[{"type":"function","name":"browser_history","parameters":{}}]"#,
             r#"[{"functionDeclarations":[{"name":"mcp_pw_browser_history"}]}]"#,
+            r#"[{"type":"namespace","name":"mcp__playwright","tools":[{"type":"function","name":"browser_click"},{"type":"function","name":"browser_history"}]}]"#,
         ];
         for tools in offered {
             assert!(in_tools(Some(&raw(tools))), "{tools}");
@@ -126,6 +140,11 @@ mod tests {
             r#"[{"name":"browser_click"},{"name":"browser_history_export"}]"#,
             r#"[{"name":"Bash","description":"browser_history"}]"#,
             r#"{"name":"browser_history"}"#,
+            r#"[{"type":"namespace","name":"mcp__playwright","tools":[{"type":"function","name":"browser_click"}]}]"#,
+            // Only a namespace's tools are its own.
+            r#"[{"type":"mcp","name":"x","tools":[{"name":"browser_history"}]}]"#,
+            // A namespace whose tools are no list declares nothing, and spoils no other tool.
+            r#"[{"type":"namespace","name":"mcp__x","tools":{"name":"browser_history"}}]"#,
             "null",
         ];
         for tools in not {
@@ -139,6 +158,7 @@ mod tests {
         let offered = [
             r#"{"messages":[],"tools":[{"type":"function","function":{"name":"browser_history"}}]}"#,
             r#"{"input":[],"instructions":"Deferred tools:\nmcp__pw__browser_history"}"#,
+            r#"{"input":[],"tools":[{"type":"namespace","name":"mcp__pw","tools":[{"type":"function","name":"browser_history"}]}]}"#,
             r#"{"model":"m","request":{"contents":[],"tools":[{"functionDeclarations":[{"name":"mcp_pw_browser_history"}]}]}}"#,
         ];
         for body in offered {

@@ -1,6 +1,10 @@
 //! OpenAI Responses request bodies: `input` items, with `function_call` (`call_id`, `name`,
 //! `arguments`) and `function_call_output` (`call_id`, `output` as a string or as
-//! `input_text` / `input_image` parts), and their `custom_tool_call` twins. `reasoning`
+//! `input_text` / `input_image` parts), and their `custom_tool_call` twins. A call to a tool
+//! of a `namespace` carries the namespace beside its name (Codex puts each MCP server's tools
+//! in one: `"namespace": "mcp__playwright", "name": "browser_click"`); it is read as
+//! `mcp__playwright__browser_click`, the name Claude Code gives the same tool. The tools a
+//! `tool_search_output` item loaded are declared as the top-level `tools` are. `reasoning`
 //! items and encrypted content are never touched. With `previous_response_id` or
 //! `conversation`, earlier turns live on the server: what the request holds is projected.
 
@@ -40,11 +44,15 @@ struct InputItem<'a> {
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    namespace: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     arguments: Option<&'a RawValue>,
     #[serde(borrow)]
     input: Option<&'a RawValue>,
     #[serde(borrow)]
     output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
 }
 
 /// Reads a Responses body.
@@ -72,7 +80,7 @@ fn read_item<'a>(request: &mut WireRequest<'a>, index: usize, item: InputItem<'a
             match (item.call_id, item.name) {
                 (Some(id), Some(name)) => request.push(Item::Call(ToolCall {
                     id,
-                    name,
+                    name: qualified(item.namespace, name),
                     arguments: raw_text(arguments),
                     message: index,
                 })),
@@ -82,7 +90,21 @@ fn read_item<'a>(request: &mut WireRequest<'a>, index: usize, item: InputItem<'a
         Some("function_call_output") | Some("custom_tool_call_output") => {
             read_output(request, index, item)
         }
+        Some("tool_search_output") => {
+            // The tools a client-side tool search loaded (Codex defers MCP tools behind one):
+            // the agent's own declaration, as the top-level `tools` are.
+            request.hints.offers_history |= offers::in_tools(item.tools);
+            request.push(Item::Other)
+        }
         _ => request.push(Item::Other),
+    }
+}
+
+/// A call's tool name with its namespace, if any, before it: `<namespace>__<name>`.
+fn qualified<'a>(namespace: Option<Cow<'a, str>>, name: Cow<'a, str>) -> Cow<'a, str> {
+    match namespace.as_deref().map(|n| n.trim_end_matches('_')) {
+        Some(namespace) if !namespace.is_empty() => Cow::Owned(format!("{namespace}__{name}")),
+        _ => name,
     }
 }
 
@@ -108,4 +130,50 @@ fn read_message<'a>(request: &mut WireRequest<'a>, item: InputItem<'a>) {
 
 fn read_output<'a>(request: &mut WireRequest<'a>, index: usize, item: InputItem<'a>) {
     request.push_result(index, item.call_id, item.output, "input_text", false);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespaced_call_is_named_with_its_namespace() {
+        let body = r#"{"input":[
+            {"type":"function_call","call_id":"c1","namespace":"mcp__playwright","name":"browser_click","arguments":"{}"},
+            {"type":"function_call","call_id":"c2","name":"exec_command","arguments":"{}"},
+            {"type":"function_call","call_id":"c3","namespace":"","name":"browser_type","arguments":"{}"}]}"#;
+        let request = read(body).expect("reads");
+        let names: Vec<&str> = request
+            .transcript()
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Call(call) => Some(call.name.as_ref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "mcp__playwright__browser_click",
+                "exec_command",
+                "browser_type"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_search_output_declares_the_tools_it_loaded() {
+        let output = |tool: &str| {
+            format!(
+                r#"{{"input":[{{"type":"tool_search_call","call_id":"s1","execution":"client","arguments":{{"query":"browser"}}}},
+                {{"type":"tool_search_output","call_id":"s1","execution":"client","tools":[{{"type":"namespace","name":"mcp__playwright","tools":[{{"type":"function","name":"{tool}"}}]}}]}}],
+                "tools":[{{"type":"tool_search","execution":"client"}}]}}"#
+            )
+        };
+        let offered = output("browser_history");
+        assert!(read(&offered).expect("reads").hints.offers_history);
+        let not = output("browser_click");
+        assert!(!read(&not).expect("reads").hints.offers_history);
+    }
 }
