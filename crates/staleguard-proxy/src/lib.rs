@@ -8,6 +8,18 @@
 //! state between requests that changes an answer, so any number of them can run behind a
 //! load balancer. It reads what the provider billed from a copy of each answer as it passes
 //! ([`usage`]), logs it when the answer ends, and serves running totals on `GET /metrics`.
+//!
+//! The proxy speaks HTTP only. A WebSocket handshake (`Upgrade: websocket`) on a model path is
+//! answered `426 Upgrade Required` at once, logged as one request line with
+//! `outcome=websocket_refused`. That is for Codex CLI's built-in `openai` provider, which opens
+//! a WebSocket on `GET .../responses` when a session starts: Codex takes a 426 on the
+//! handshake, and no other answer, as the server's word that it has no WebSockets, and sends
+//! the session's requests as `POST .../responses` from then on, where they are projected; any
+//! other failure it retries with backoff for about 6 s before it falls back. Relaying the
+//! WebSocket instead would gain nothing: over it Codex sends each turn as only the items added
+//! since its previous response (`previous_response_id`), so the older pages are never in a
+//! message to collapse. A handshake on any other path goes upstream as other requests do,
+//! without its hop-by-hop `Upgrade`.
 
 mod config;
 mod exchange;
@@ -215,6 +227,18 @@ async fn prepare(
             &format!("no upstream route for {path}"),
         )
     })?;
+    if is_websocket_upgrade(&parts.headers) && model_format(&Method::POST, target.path()).is_some()
+    {
+        let path = parts.uri.path();
+        return Err(refusal(
+            "websocket_refused",
+            StatusCode::UPGRADE_REQUIRED,
+            "websocket_not_supported",
+            &format!(
+                "staleguard proxy projects model requests over HTTP only: send POST {path} instead of opening a WebSocket"
+            ),
+        ));
+    }
     let limit = shared.settings.max_body_bytes;
     let body = Frames::read(body, limit).await.ok_or_else(|| {
         refusal(
@@ -238,6 +262,21 @@ async fn prepare(
         body,
         outcome,
     })
+}
+
+/// The request asks to open a WebSocket: `Upgrade` names `websocket`. `Connection: upgrade` is
+/// not required, since a hop in front may have dropped it; without the proxy's answer the
+/// request would go upstream as a plain `GET` (`Upgrade` is hop-by-hop) and fail there.
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::UPGRADE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|protocol| {
+            let name = protocol.trim().split('/').next().unwrap_or_default();
+            name.eq_ignore_ascii_case("websocket")
+        })
 }
 
 /// Whether a model endpoint's answer carries billed usage: a token count is not billed.
@@ -674,5 +713,24 @@ mod tests {
         );
         assert_eq!(post("/v1/messages"), Some(RequestFormat::Anthropic));
         assert_eq!(post("/v1/responses"), Some(RequestFormat::Responses));
+    }
+
+    #[test]
+    fn websocket_handshakes_are_told_by_their_upgrade_header() {
+        let asks = |values: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for v in values {
+                headers.append(header::UPGRADE, HeaderValue::from_str(v).unwrap());
+            }
+            is_websocket_upgrade(&headers)
+        };
+        assert!(asks(&["websocket"]));
+        assert!(asks(&["WebSocket"]));
+        assert!(asks(&["h2c, websocket"]));
+        assert!(asks(&["h2c", "websocket/13"]));
+        assert!(!asks(&[]));
+        assert!(!asks(&["h2c"]));
+        assert!(!asks(&["websockets"]));
+        assert!(!asks(&["HTTP/2.0"]));
     }
 }

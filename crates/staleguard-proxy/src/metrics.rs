@@ -28,6 +28,7 @@ pub(crate) const OUTCOMES: &[&str] = &[
     "no_route",
     "upstream_unreachable",
     "upstream_timeout",
+    "websocket_refused",
 ];
 
 /// Upper bounds of the added-latency buckets, in seconds: the proxy adds milliseconds on
