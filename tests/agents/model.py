@@ -48,11 +48,14 @@ Only the results of browser tools and of `Read`s of `.playwright-mcp/` files are
 what the chores print never is. Without the flag nothing of this applies.
 
 As the relay it records every request and forwards it unchanged to URL, but for a header
-`x-e2e-seq: N` (N counts its records from 1), then sends the whole answer back: what the agent
-sent, to compare with what the model received behind the proxy, paired by N.
+`x-e2e-seq: N` (N counts its records from 1) and, on a WebSocket handshake, the hop-by-hop
+`Connection: Upgrade`, then sends the whole answer back: what the agent sent, to compare with
+what the model received behind the proxy, paired by N. (It speaks no WebSocket: a handshake the
+server behind it accepted would fail.)
 
 Either way:
-  GET /_requests   JSON list of the recorded requests (method, path, headers, body as text)
+  GET /_requests   JSON list of the recorded requests (method, path, headers, body as text, and
+                   `at`, when it arrived in seconds since the Unix epoch)
 
 Providers: Anthropic Messages (POST .../v1/messages, JSON or SSE with "stream": true;
 .../v1/messages/count_tokens). Another provider needs a reader of its body into a Conversation
@@ -66,6 +69,7 @@ import json
 import re
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -634,7 +638,7 @@ class Handler(BaseHTTPRequestHandler):
     def record(self, body, action=None):
         rec = {"method": self.command, "path": self.path,
                "headers": [[k, v] for k, v in self.headers.items()],
-               "body": body.decode("utf-8", errors="replace")}
+               "body": body.decode("utf-8", errors="replace"), "at": time.time()}
         if action is not None:
             rec["answer"] = {"tool": action.tool, "arguments": action.arguments, "text": action.text}
         with LOCK:
@@ -703,6 +707,10 @@ class Handler(BaseHTTPRequestHandler):
             host, port, timeout=300)
         skip = {"host", "content-length", "connection", "transfer-encoding"}
         headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        if "upgrade" in (k.lower() for k in headers):
+            # A WebSocket handshake goes on as one: its Upgrade header is named in Connection.
+            # (An answer of 101 would end the relay's use of the connection; none is expected.)
+            headers["Connection"] = "Upgrade"
         headers["x-e2e-seq"] = str(seq)
         conn.request(self.command, self.path, body=body, headers=headers)
         answer = conn.getresponse()

@@ -41,8 +41,8 @@ use agents::anthropic::{
     without_breakpoint, Agent, ToolResult, API_KEY,
 };
 use agents::{
-    agent_command, behind_guard, keep_sent, order_placed_once, repo, run_agent, shows_page, Chain,
-    Finished, Model, Record, Scratch, REFUSED, WORK,
+    agent_command, behind_guard, keep_sent, npm_bin, order_placed_once, repo, run_agent,
+    shows_page, Chain, Finished, Model, Record, Scratch, REFUSED, WORK,
 };
 use serde_json::{json, Value};
 
@@ -60,12 +60,10 @@ const CLAUDE: Agent = Agent {
 
 /// The pinned `claude` binary, checked to start and to be the pinned version.
 fn claude_bin() -> PathBuf {
-    let dir = repo().join(format!("tests/mcp/node/claude-code-{VERSION}"));
-    let bin = dir.join("node_modules/.bin/claude");
-    assert!(
-        bin.exists(),
-        "Claude Code {VERSION} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
-        dir.display()
+    let (dir, bin) = npm_bin(
+        &format!("claude-code-{VERSION}"),
+        "claude",
+        &format!("Claude Code {VERSION}"),
     );
     let out = Command::new(&bin)
         .arg("--version")

@@ -1,26 +1,33 @@
 //! OpenAI's Codex CLI end to end: `@openai/codex` 0.171.0 (pinned in
 //! `tests/mcp/node/codex-0.171.0`; npm installs its linux x64 binary from the optional
-//! platform package) runs headless (`codex exec`) with a custom model provider whose
-//! `base_url` is `staleguard proxy`, Playwright MCP 0.0.41 behind `staleguard mcp` and Debian's
-//! Chromium, on the shared order flow. The model is `tests/agents/responses_model.py`:
-//! `model.py`'s scripted model behind the Responses wire format, which decides every answer from
-//! the request and reuses the old "Place order" ref after the order is placed, as the recorded
-//! sessions did. `model.py --relay` in front of the proxy records what Codex sent, so every
-//! request the model got is checked against exactly `staleguard project` of it.
+//! platform package) runs headless (`codex exec`) with `staleguard proxy` as its model API,
+//! Playwright MCP 0.0.41 behind `staleguard mcp` and Debian's Chromium, on the shared order
+//! flow. The model is `tests/agents/responses_model.py`: `model.py`'s scripted model behind the
+//! Responses wire format, which decides every answer from the request and reuses the old "Place
+//! order" ref after the order is placed, as the recorded sessions did. `model.py --relay` in
+//! front of the proxy records what Codex sent, so every request the model got is checked against
+//! exactly `staleguard project` of it.
 //!
-//! What Codex 0.171.0 sends to a custom provider (`[model_providers.<id>]` with
-//! `wire_api = "responses"`):
+//! What Codex 0.171.0 sends (`[model_providers.<id>]` with `wire_api = "responses"`, or the
+//! built-in `openai` provider moved with `openai_base_url`):
 //!
 //! - **Transport**: `POST <base_url>/responses`, plain JSON, answered as server-sent events
-//!   (`"stream": true`, `accept: text/event-stream`). A custom provider streams over HTTP:
+//!   (`"stream": true`, `accept: text/event-stream`). A custom provider streams over HTTP only:
 //!   its `supports_websockets` is off by default. The built-in `openai` provider (also when
 //!   `openai_base_url` points it elsewhere) first opens a WebSocket (`GET <base>/responses`,
-//!   `Upgrade: websocket`, `openai-beta: responses_websockets=2026-02-06`, one message per
-//!   request), and falls back to HTTP only after five failed attempts; the proxy does not
-//!   speak WebSocket, so Codex goes through it as a custom provider.
-//! - **Headers**: `authorization: Bearer` (the provider's `env_key`), `originator: codex_exec`,
-//!   `session-id`, `thread-id`, `x-client-request-id`, `x-codex-window-id`,
-//!   `x-codex-turn-metadata` (JSON), `x-codex-beta-features`; all pass through.
+//!   `Upgrade: websocket`, `openai-beta: responses_websockets=2026-02-06`) when the session
+//!   starts. Codex falls back to HTTP for the rest of the session at once when that handshake
+//!   is answered `426 Upgrade Required`, which `staleguard proxy` does on every model path;
+//!   any other failure is retried (`stream_max_retries`, 5 by default, with backoff from
+//!   200 ms: about 6 s) before Codex falls back. Over the WebSocket Codex sends a warm-up
+//!   `response.create` (`generate: false`), then each request as `previous_response_id` and
+//!   only the items added since (a single `function_call_output` a step), so there would be no
+//!   older page in a message to collapse there anyway.
+//! - **Headers**: `authorization: Bearer` (the provider's `env_key`, or for the built-in
+//!   provider `CODEX_API_KEY`: `codex exec` does not read `OPENAI_API_KEY`),
+//!   `originator: codex_exec`, `session-id`, `thread-id`, `x-client-request-id`,
+//!   `x-codex-window-id`, `x-codex-turn-metadata` (JSON), `x-codex-beta-features`; all pass
+//!   through.
 //! - **Body**: `model`, `stream`, `input`, `tools`, `tool_choice`, `parallel_tool_calls`,
 //!   `reasoning`, `store: false`, `include: ["reasoning.encrypted_content"]`,
 //!   `prompt_cache_key` (the session id), `text.verbosity`, `client_metadata`. No
@@ -46,13 +53,17 @@
 //!   `custom_tool_call_output`, after Codex's `Script completed\nWall time 0.7 seconds\nOutput:`
 //!   part. The proxy finds the pages there by their content (SPEC 1).
 //!
-//! The three tests run the flow in each way Codex offers the tools: `gpt-5.5` (tool search),
-//! a model Codex has no metadata for (namespace up front) and `gpt-6.2-sol` (code mode). In
-//! each, every request the model got is `staleguard project` of what Codex sent, headers but
-//! the hop-by-hop ones unchanged; only older browser results changed, each to a receipt; the
-//! guard refused the reused "Place order" once, naming the observation its receipt names; the
-//! answer has WX-1001 and no cancelled order; the proxy logged each request `format=responses
-//! outcome=projected` and never the key.
+//! Five runs. Three run the flow through a custom provider in each way Codex offers the tools:
+//! `gpt-5.5` (tool search), a model Codex has no metadata for (namespace up front) and
+//! `gpt-6.2-sol` (code mode). One runs it through the built-in provider at the proxy, as most
+//! users configure Codex: one WebSocket handshake, answered 426, and every model request on
+//! HTTP from then on, the first within moments of Codex's start. In each of these four, every
+//! request the model got is `staleguard project` of what Codex sent, headers but the hop-by-hop
+//! ones unchanged; only older browser results changed, each to a receipt; the guard refused the
+//! reused "Place order" once, naming the observation its receipt names; the answer has WX-1001
+//! and no cancelled order; the proxy logged each request `format=responses outcome=projected`
+//! and never the key. The fifth runs the flow without staleguard (the model straight behind
+//! Codex, no guard), where the reused ref cancels the order: what the others prevent is real.
 //!
 //! Needs the pinned package installed (`npm ci` in its folder, as `scripts/test` does),
 //! `python3`, Node.js for Playwright MCP and `/usr/bin/chromium`; without them the test fails
@@ -67,35 +78,42 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agents::{
-    free_port, project, repo, run_limited, run_limited_group, Model, Proxy, Record, Scratch,
+    agent_command, behind_guard, headers_passed_through, keep_sent, nothing_of_staleguards_in,
+    npm_bin, only_newest_page_live, order_placed_once, project, refusal_names_a_receipt, run_agent,
+    run_limited, shows_page, Chain, Finished, Model, Record, Scratch, REFUSED,
 };
 use serde_json::{json, Value};
 
 const VERSION: &str = "0.171.0";
 /// A dummy key: the test checks it never reaches the proxy's log.
 const API_KEY: &str = "sk-codex-e2e-dummy-key";
-/// The environment variable the provider's `env_key` names.
+/// The environment variable a custom provider's `env_key` names.
 const KEY_VAR: &str = "STALEGUARD_E2E_OPENAI_KEY";
 /// The MCP server's name in config.toml: Codex's namespace is `mcp__<name>`.
 const NAMESPACE: &str = "mcp__playwright";
 /// A run of the flow takes about 7 s here; the whole test stays well under two minutes.
 const LIMIT: Duration = Duration::from_secs(90);
-const RECEIPT: &str = "[staleguard receipt]";
-const REFUSED: &str = "staleguard refused this call";
-/// Codex's cwd inside the scratch folder.
-const WORK: &str = "work";
+
+/// How Codex reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Provider {
+    /// A provider of the config's own (`[model_providers.staleguard]`, `wire_api =
+    /// "responses"`, its key in `KEY_VAR`, no retries): HTTP only.
+    Custom,
+    /// Codex's built-in `openai` provider with `openai_base_url`, its key in `CODEX_API_KEY`
+    /// and Codex's default retries: a WebSocket first.
+    BuiltIn,
+}
 
 /// The pinned `codex`, checked to start and to be the pinned version.
 fn codex_bin(scratch: &Scratch) -> PathBuf {
-    let dir = repo().join(format!("tests/mcp/node/codex-{VERSION}"));
-    let bin = dir.join("node_modules/.bin/codex");
-    assert!(
-        bin.exists(),
-        "Codex CLI {VERSION} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
-        dir.display()
+    let (dir, bin) = npm_bin(
+        &format!("codex-{VERSION}"),
+        "codex",
+        &format!("Codex CLI {VERSION}"),
     );
     let mut cmd = Command::new(&bin);
     cmd.arg("--version")
@@ -119,18 +137,37 @@ fn toml_str(s: &str) -> String {
     Value::from(s).to_string()
 }
 
-/// `~/.codex/config.toml` of the throwaway home: the model, the proxy (`base_url`) as a custom
-/// Responses provider, no update check, analytics, feedback or history, connection failures
-/// fatal at once (no retry loop to wait out), and Playwright MCP behind `staleguard mcp`, its
-/// tools approved (`codex exec` never asks). `TMPDIR` keeps the browser's profile in the
-/// scratch folder, so a browser left behind can be found and killed.
-fn write_config(scratch: &Scratch, base_url: &str, model: &str) {
-    let mut args = vec!["mcp".to_string(), "--".into()];
-    args.extend(mcp::server_command("0.0.41"));
-    let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
+/// `~/.codex/config.toml` of the throwaway home: the model, `base_url` as Codex's model API
+/// (`provider` says how), no update check, analytics, feedback or history, and Playwright MCP
+/// (behind `staleguard mcp` when `guarded`), its tools approved (`codex exec` never asks).
+/// A custom provider's connection failures are fatal at once (no retry loop to wait out); the
+/// built-in provider keeps Codex's defaults, as its users have them. `TMPDIR` keeps the
+/// browser's profile in the scratch folder, so a browser left behind can be found and killed.
+fn write_config(scratch: &Scratch, base_url: &str, model: &str, provider: Provider, guarded: bool) {
+    let mut server = behind_guard(mcp::server_command("0.0.41"), guarded);
+    let command = server.remove(0);
+    let args: Vec<String> = server.iter().map(|a| toml_str(a)).collect();
+    let base_url = toml_str(&format!("{base_url}/v1"));
+    let (top, section) = match provider {
+        Provider::Custom => (
+            r#"model_provider = "staleguard""#.to_string(),
+            format!(
+                r#"
+[model_providers.staleguard]
+name = "staleguard proxy"
+base_url = {base_url}
+wire_api = "responses"
+env_key = "{KEY_VAR}"
+request_max_retries = 0
+stream_max_retries = 0
+"#
+            ),
+        ),
+        Provider::BuiltIn => (format!("openai_base_url = {base_url}"), String::new()),
+    };
     let config = format!(
         r#"model = {model}
-model_provider = "staleguard"
+{top}
 approval_policy = "never"
 sandbox_mode = "read-only"
 check_for_update_on_startup = false
@@ -146,15 +183,7 @@ enabled = false
 
 [history]
 persistence = "none"
-
-[model_providers.staleguard]
-name = "staleguard proxy"
-base_url = {base_url}
-wire_api = "responses"
-env_key = "{KEY_VAR}"
-request_max_retries = 0
-stream_max_retries = 0
-
+{section}
 [mcp_servers.playwright]
 command = {command}
 args = [{args}]
@@ -164,8 +193,7 @@ default_tools_approval_mode = "approve"
 TMPDIR = {tmp}
 "#,
         model = toml_str(model),
-        base_url = toml_str(&format!("{base_url}/v1")),
-        command = toml_str(env!("CARGO_BIN_EXE_staleguard")),
+        command = toml_str(&command),
         args = args.join(", "),
         tmp = toml_str(&scratch.folder("tmp").display().to_string()),
     );
@@ -173,29 +201,50 @@ TMPDIR = {tmp}
     fs::write(file, config).expect("write config.toml");
 }
 
-/// `codex exec` on the order form at `site` with `base_url` as its provider, within the time
-/// limit, with only the environment it needs: a throwaway home and `CODEX_HOME`, the dummy key,
-/// and anything not on 127.0.0.1 sent to a closed port. Every process it left is killed.
-fn run_codex(scratch: &Scratch, base_url: &str, site: &str, model: &str) -> String {
+/// A run of `codex exec` to its end.
+struct CodexRun {
+    /// Its last message.
+    answer: String,
+    /// When Codex was started, in seconds since the Unix epoch (what the relay's records say).
+    started: f64,
+    run: Finished,
+}
+
+/// `codex exec` on the order form at `site` with `base_url` as its model API (`provider` says
+/// how), within the time limit, with only the environment it needs: a throwaway home and
+/// `CODEX_HOME`, the dummy key, and anything not on 127.0.0.1 sent to a closed port. Every
+/// process it left is killed.
+fn run_codex(
+    scratch: &Scratch,
+    base_url: &str,
+    site: &str,
+    model: &str,
+    provider: Provider,
+    guarded: bool,
+) -> CodexRun {
     let bin = codex_bin(scratch);
-    write_config(scratch, base_url, model);
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    write_config(scratch, base_url, model, provider, guarded);
     let answer = scratch.dir.join("answer.txt");
     let prompt = format!(
         "Order 3 Blue widgets for Ada Lovelace at {site}/order/form.html and tell me the confirmation number."
     );
-    let mut cmd = Command::new(bin);
-    cmd.current_dir(scratch.folder(WORK))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(scratch.home_env())
+    let mut cmd = agent_command(scratch, &bin);
+    // Codex's HTTP client reads ALL_PROXY too: the same closed port.
+    let nowhere = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "HTTPS_PROXY")
+        .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+        .expect("agent_command sets HTTPS_PROXY");
+    let key = match provider {
+        Provider::Custom => KEY_VAR,
+        // `codex exec` takes an API key from `CODEX_API_KEY` (or a `codex login`); it does not
+        // read OPENAI_API_KEY.
+        Provider::BuiltIn => "CODEX_API_KEY",
+    };
+    cmd.env("ALL_PROXY", nowhere)
         .env("CODEX_HOME", scratch.dir.join("home/.codex"))
-        .env(KEY_VAR, API_KEY)
+        .env(key, API_KEY)
         .env("NO_COLOR", "1")
-        .env("HTTPS_PROXY", &nowhere)
-        .env("HTTP_PROXY", &nowhere)
-        .env("ALL_PROXY", &nowhere)
-        .env("NO_PROXY", "127.0.0.1,localhost")
         .args([
             "exec",
             "--strict-config",
@@ -205,41 +254,40 @@ fn run_codex(scratch: &Scratch, base_url: &str, site: &str, model: &str) -> Stri
         .args(["--color", "never", "--output-last-message"])
         .arg(&answer)
         .arg(prompt);
-    let run = run_limited_group(cmd, LIMIT, "codex exec");
-    let leftovers = agents::kill_processes_under(&scratch.dir);
-    eprintln!(
-        "codex exec ({model}) took {:.1} s; {leftovers} leftover processes killed",
-        run.took.as_secs_f64()
-    );
-    assert!(
-        run.success,
-        "codex exec failed:\nstdout:\n{}\nstderr:\n{}",
-        run.stdout, run.stderr
-    );
-    fs::read_to_string(&answer).unwrap_or_else(|e| {
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs_f64();
+    let run = run_agent(scratch, cmd, LIMIT, &format!("codex exec ({model})"), "");
+    let answer = fs::read_to_string(&answer).unwrap_or_else(|e| {
         panic!(
             "codex exec wrote no last message ({e}):\nstdout:\n{}\nstderr:\n{}",
             run.stdout, run.stderr
         )
-    })
+    });
+    CodexRun {
+        answer,
+        started,
+        run,
+    }
 }
 
 // ------------------------------------------------------------------------------------------
 // Reading Responses bodies
 
-/// The Responses requests of a record list, in order.
+/// The Responses requests (`POST .../responses`) of a record list, in order.
 fn responses(records: Vec<Record>) -> Vec<Record> {
     records
         .into_iter()
         .filter(|r| {
-            r.path
-                .split('?')
-                .next()
-                .is_some_and(|p| p.ends_with("/responses"))
+            r.method == "POST"
+                && r.path
+                    .split('?')
+                    .next()
+                    .is_some_and(|p| p.ends_with("/responses"))
         })
         .collect()
 }
-
 /// A function call's output in a request: where it is, the call it answers, its text.
 #[derive(Debug)]
 struct Output {
@@ -305,11 +353,6 @@ fn is_browser(tool: &str) -> bool {
     tool.starts_with(&format!("{NAMESPACE}__browser_"))
 }
 
-/// A result that shows a page (what staleguard collapses when a newer one follows).
-fn shows_page(text: &str) -> bool {
-    text.contains("- Page Snapshot:")
-}
-
 /// How Codex offers the MCP tools to the model it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -325,10 +368,10 @@ enum Mode {
 // ------------------------------------------------------------------------------------------
 // The checks
 
-/// The proxy forwarded exactly the projection of what Codex sent, request for request, with
-/// every header but the hop-by-hop ones unchanged. Returns what the model got in the order
-/// Codex sent it.
-fn forwarded_projections(scratch: &Scratch, sent: &[Record], got: &[Record]) -> Vec<Record> {
+/// The proxy forwarded exactly the projection of what Codex sent, request for request (paired
+/// by the relay's `x-e2e-seq`), with every header but the hop-by-hop ones unchanged. Returns
+/// what the model got in the order Codex sent it.
+fn forwarded_projections(scratch: &Scratch, sent: &[Record], mut got: Vec<Record>) -> Vec<Record> {
     assert_eq!(
         sent.len(),
         got.len(),
@@ -336,33 +379,19 @@ fn forwarded_projections(scratch: &Scratch, sent: &[Record], got: &[Record]) -> 
     );
     let mut paired = Vec::new();
     for (i, s) in sent.iter().enumerate() {
-        let seq = (i + 1).to_string();
-        let g = got
+        let at = got
             .iter()
-            .find(|g| g.header("x-e2e-seq") == Some(seq.as_str()))
+            .position(|g| s.forwarded_as(g))
             .unwrap_or_else(|| panic!("request {i} never reached the model"));
+        let g = got.remove(at);
         assert_eq!(s.path, g.path, "request {i}: the path");
         let want = project(scratch, "responses", &s.body);
         assert!(
             g.body == want,
             "request {i}: the model got no `staleguard project` of what Codex sent"
         );
-        for (name, value) in &s.headers {
-            let hop = ["host", "content-length", "connection", "transfer-encoding"];
-            if !hop.contains(&name.to_ascii_lowercase().as_str()) {
-                assert_eq!(
-                    g.header(name),
-                    Some(value.as_str()),
-                    "request {i}: header {name} changed on the way"
-                );
-            }
-        }
-        paired.push(Record {
-            path: g.path.clone(),
-            headers: g.headers.clone(),
-            body: g.body.clone(),
-            answer: g.answer.clone(),
-        });
+        headers_passed_through(i, s, &g);
+        paired.push(g);
     }
     paired
 }
@@ -482,28 +511,13 @@ fn only_old_pages_collapsed(sent: &Value, got: &Value, i: usize) -> usize {
         blank_s == blank_g,
         "request {i}: something but a browser result changed"
     );
-    let pages: Vec<(&Output, &Output)> = s_out
+    let pages: Vec<(&str, &str)> = s_out
         .iter()
         .zip(&g_out)
         .filter(|(s, _)| is_browser(&s.tool) && shows_page(&s.text))
+        .map(|(s, g)| (s.text.as_str(), g.text.as_str()))
         .collect();
-    for (n, (s, g)) in pages.iter().enumerate() {
-        if n + 1 < pages.len() {
-            assert!(
-                g.text.starts_with(RECEIPT) && !g.text.contains("[ref="),
-                "request {i}: an older page reached the model live: {:.400}",
-                g.text
-            );
-        } else {
-            assert!(
-                g.text.starts_with(&s.text),
-                "request {i}: the newest page is not as Codex sent it:\n{:.400}\n->\n{:.400}",
-                s.text,
-                g.text
-            );
-        }
-    }
-    pages.len().saturating_sub(1)
+    only_newest_page_live(i, &pages)
 }
 
 /// The reused "Place order" was refused by `staleguard mcp`, which names the confirm page by
@@ -518,31 +532,12 @@ fn stale_click_refused(last: &Value) -> String {
     assert_eq!(refusals.len(), 1, "one refusal: {results:#?}");
     let refusal = refusals[0];
     assert_eq!(refusal.tool, format!("{NAMESPACE}__browser_click"));
-    let places: Vec<&Output> = results
-        .iter()
-        .filter(|r| r.arguments["element"] == "Place order button")
-        .collect();
-    assert_eq!(places.len(), 2, "Place order clicked, then reused");
-    assert_eq!(places[0].arguments, places[1].arguments, "the same call");
+    let places = place_order_clicks(&results);
     assert_eq!(
         places[1].call, refusal.call,
         "the reused call is the refused one"
     );
-    let id = refusal
-        .text
-        .split("observation ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no observation ID in {}", refusal.text));
-    let receipt = results
-        .iter()
-        .find(|r| r.text.starts_with(RECEIPT) && r.text.contains("confirm.html"))
-        .expect("the confirm page's receipt");
-    assert!(
-        receipt.text.contains(&format!("observation={id}")),
-        "the refusal names observation {id}, the receipt says: {}",
-        receipt.text
-    );
+    refusal_names_a_receipt(&refusal.text, results.iter().map(|r| r.text.as_str()));
     let page = &results.last().expect("a final result").text;
     assert!(page.contains("Confirmation number: WX-1001"), "{page}");
     assert!(
@@ -553,31 +548,75 @@ fn stale_click_refused(last: &Value) -> String {
     refusal.text[at..].to_string()
 }
 
+/// The two "Place order" clicks among `results`: the one that placed the order, then the same
+/// call reused.
+fn place_order_clicks(results: &[Output]) -> Vec<&Output> {
+    let places: Vec<&Output> = results
+        .iter()
+        .filter(|r| r.arguments["element"] == "Place order button")
+        .collect();
+    assert_eq!(places.len(), 2, "Place order clicked, then reused");
+    assert_eq!(places[0].arguments, places[1].arguments, "the same call");
+    places
+}
+
+/// The proxy's log of a run in which `requests` Responses requests reached the model and
+/// `upgrades` WebSocket handshakes were made: one line a request, each Responses request
+/// projected, each handshake answered 426 at once, nothing else, and the API key in no line.
+/// Returns the last line of a projected request.
+fn proxy_log_checked(log: &str, requests: usize, upgrades: usize) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
+    let (posts, others): (Vec<&str>, Vec<&str>) =
+        lines.iter().partition(|l| l.contains(" method=POST "));
+    assert_eq!(posts.len(), requests, "one log line a request:\n{log}");
+    for line in &posts {
+        assert!(
+            line.contains(" path=/v1/responses ")
+                && line.contains(" format=responses ")
+                && line.contains(" outcome=projected "),
+            "{line}"
+        );
+    }
+    assert_eq!(others.len(), upgrades, "one line a handshake:\n{log}");
+    for line in &others {
+        assert!(
+            line.contains(" method=GET path=/v1/responses ")
+                && line.contains(" outcome=websocket_refused ")
+                && line.contains(" status=426 "),
+            "{line}"
+        );
+    }
+    assert!(!log.contains(API_KEY), "the proxy logged the API key");
+    posts.last().map_or_else(String::new, |l| l.to_string())
+}
+
 // ------------------------------------------------------------------------------------------
 // The tests
 
-/// The order flow through Codex with `model`: every request the model got is `staleguard
-/// project` of what Codex sent, with only older pages collapsed; the reused "Place order" is
-/// refused; the answer has the one order.
-fn order_flow(name: &str, model: &str, mode: Mode) {
+/// The order flow through Codex with `model` and `provider`: every request the model got is
+/// `staleguard project` of what Codex sent, with only older pages collapsed; the reused "Place
+/// order" is refused; the answer has the one order. With the built-in provider, Codex's one
+/// WebSocket handshake was answered 426 and every model request went on over HTTP.
+fn order_flow(name: &str, model: &str, mode: Mode, provider: Provider) {
     let started = Instant::now();
     let scratch = Scratch::new(name);
     let site = mcp::Site::shared();
-    let scripted = Model::script("responses_model.py", &[]);
-    let mut proxy = Proxy::start(&scratch, &scripted.origin());
-    let relay = Model::start(Some(&proxy.origin()));
-    let answer = run_codex(&scratch, &relay.origin(), &site.base, model);
-    assert!(
-        answer.contains("WX-1001") && !answer.contains("cancelled") && !answer.contains("WX-1002"),
-        "Codex's answer: {answer}"
+    let mut chain = Chain::start(&scratch, "responses_model.py", &[]);
+    let codex = run_codex(
+        &scratch,
+        &chain.relay.origin(),
+        &site.base,
+        model,
+        provider,
+        true,
     );
+    order_placed_once(&codex.answer);
 
-    let sent = responses(relay.requests());
-    // Kept with the scratch folder when the test fails.
-    for (i, s) in sent.iter().enumerate() {
-        fs::write(scratch.dir.join(format!("sent-{i:02}.json")), &s.body).expect("write");
-    }
-    let got = forwarded_projections(&scratch, &sent, &responses(scripted.requests()));
+    let records = chain.relay.requests();
+    let upgrades = websocket_handshakes(&records, &codex, provider);
+    let sent = responses(records);
+    keep_sent(&scratch, &sent);
+    let got = forwarded_projections(&scratch, &sent, responses(chain.model.requests()));
     let first = &got[0].answer;
     if mode == Mode::Searched {
         assert_eq!(first["tool"], "tool_search", "{first}");
@@ -604,27 +643,74 @@ fn order_flow(name: &str, model: &str, mode: Mode) {
         got.len()
     );
 
-    let log = proxy.stop();
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains(" request ")).collect();
-    assert_eq!(lines.len(), got.len(), "one log line a request:\n{log}");
-    for line in &lines {
-        assert!(
-            line.contains("path=/v1/responses")
-                && line.contains("format=responses")
-                && line.contains("outcome=projected"),
-            "{line}"
-        );
-    }
-    assert!(!log.contains(API_KEY), "the proxy logged the API key");
-    eprintln!("the proxy's last line: {}", lines[lines.len() - 1]);
+    let line = proxy_log_checked(&chain.proxy.stop(), got.len(), upgrades);
+    eprintln!("the proxy's last line: {line}");
     eprintln!("the whole test took {:?}", started.elapsed());
+}
+
+/// The WebSocket handshakes among the relay's `records` of a run: none through a custom
+/// provider; through the built-in one a single handshake (`GET .../responses`, `Upgrade:
+/// websocket`, Codex's `responses_websockets` beta), before any model request and answered
+/// 426, so that Codex went on over HTTP without a retry or a fallback warning. Returns how
+/// many.
+fn websocket_handshakes(records: &[Record], codex: &CodexRun, provider: Provider) -> usize {
+    let handshakes: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.is_websocket_upgrade())
+        .collect();
+    let first_post = records
+        .iter()
+        .find(|r| r.method == "POST")
+        .expect("a model request");
+    eprintln!(
+        "{provider:?} provider: {} WebSocket handshakes; the first model request {:.2} s after Codex started",
+        handshakes.len(),
+        first_post.at - codex.started
+    );
+    if provider == Provider::Custom {
+        assert!(
+            handshakes.is_empty(),
+            "a custom provider opens no WebSocket"
+        );
+        return 0;
+    }
+    assert_eq!(
+        handshakes.len(),
+        1,
+        "one handshake, no retries: {:?}",
+        handshakes
+            .iter()
+            .map(|r| r.at - codex.started)
+            .collect::<Vec<_>>()
+    );
+    let handshake = handshakes[0];
+    assert!(
+        handshake.method == "GET"
+            && handshake.path == "/v1/responses"
+            && handshake
+                .header("openai-beta")
+                .is_some_and(|v| v.contains("responses_websockets=")),
+        "{} {} {:?}",
+        handshake.method,
+        handshake.path,
+        handshake.headers
+    );
+    assert!(
+        handshake.number < first_post.number,
+        "the handshake came first"
+    );
+    let output = format!("{}\n{}", codex.run.stdout, codex.run.stderr);
+    for said in ["Falling back from WebSockets", "Reconnecting"] {
+        assert!(!output.contains(said), "Codex said {said:?}:\n{output}");
+    }
+    1
 }
 
 /// `gpt-5.5`, a model Codex drives with function tools: the MCP tools are deferred, and the
 /// model loads them with Codex's client-side tool search first.
 #[test]
 fn codex_order_flow_through_proxy_and_guard() {
-    order_flow("codex-gpt-5.5", "gpt-5.5", Mode::Searched);
+    order_flow("codex-gpt-5.5", "gpt-5.5", Mode::Searched, Provider::Custom);
 }
 
 /// `gpt-6.2-sol`, Codex 0.171.0's default model, in code mode: every browser call is an `exec`
@@ -632,12 +718,65 @@ fn codex_order_flow_through_proxy_and_guard() {
 /// them by their content (SPEC 1) and the guard refuses the stale ref as before.
 #[test]
 fn codex_code_mode_order_flow_through_proxy_and_guard() {
-    order_flow("codex-code-mode", "gpt-6.2-sol", Mode::Code);
+    order_flow(
+        "codex-code-mode",
+        "gpt-6.2-sol",
+        Mode::Code,
+        Provider::Custom,
+    );
 }
 
 /// A model Codex has no metadata for (a third-party provider's, say): the MCP tools are
 /// offered from the first request.
 #[test]
 fn codex_with_an_unknown_model_order_flow_through_proxy_and_guard() {
-    order_flow("codex-unknown-model", "scripted-model", Mode::Upfront);
+    order_flow(
+        "codex-unknown-model",
+        "scripted-model",
+        Mode::Upfront,
+        Provider::Custom,
+    );
+}
+
+/// Codex's built-in `openai` provider with `openai_base_url` at the proxy, the way most users
+/// point Codex at a gateway: its WebSocket handshake is answered 426 at once, Codex goes on over
+/// HTTP without retrying, and every model request is projected as through a custom provider.
+#[test]
+fn codex_builtin_provider_order_flow_through_proxy_and_guard() {
+    order_flow(
+        "codex-builtin-provider",
+        "gpt-5.5",
+        Mode::Searched,
+        Provider::BuiltIn,
+    );
+}
+
+/// Without staleguard the same script cancels the order: the model is straight behind Codex,
+/// Playwright MCP is not behind the guard, and the reused "Place order" ref lands on "Cancel
+/// this order". What the guarded tests prevent is real with Codex too.
+#[test]
+fn codex_without_staleguard_cancels_the_order() {
+    let scratch = Scratch::new("codex-unguarded");
+    let site = mcp::Site::shared();
+    let model = Model::script("responses_model.py", &[]);
+    let codex = run_codex(
+        &scratch,
+        &model.origin(),
+        &site.base,
+        "gpt-5.5",
+        Provider::Custom,
+        false,
+    );
+    assert!(
+        codex.answer.contains("has been cancelled"),
+        "{}",
+        codex.answer
+    );
+    let got = responses(model.requests());
+    let last = got.last().expect("requests").json();
+    let results = outputs(&last);
+    nothing_of_staleguards_in(results.iter().map(|r| r.text.as_str()));
+    place_order_clicks(&results);
+    let page = &results.last().expect("a final result").text;
+    assert!(page.contains("Order WX-1001 has been cancelled"), "{page}");
 }

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agents::{project, repo, run_limited, Model, Proxy, Record, Scratch};
+use agents::{npm_bin, project, repo, run_limited, Model, Proxy, Record, Scratch};
 use mcp::{cdmcp_command, server_command, Site};
 use serde_json::{json, Value};
 
@@ -52,12 +52,10 @@ const REFUSED: &str = "staleguard refused this call";
 // The CLI
 
 fn gemini_bin() -> PathBuf {
-    let dir = repo().join(format!("tests/mcp/node/gemini-cli-{VERSION}"));
-    let bin = dir.join("node_modules/.bin/gemini");
-    assert!(
-        bin.exists(),
-        "Gemini CLI {VERSION} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
-        dir.display()
+    let (_, bin) = npm_bin(
+        &format!("gemini-cli-{VERSION}"),
+        "gemini",
+        &format!("Gemini CLI {VERSION}"),
     );
     bin
 }

@@ -72,7 +72,7 @@ use agents::anthropic::{
     refusal_names_the_receipt, tool_results, Agent, ToolResult, API_KEY,
 };
 use agents::{
-    agent_command, behind_guard, order_placed_once, repo, run_agent, Chain, Finished, Model,
+    agent_command, behind_guard, npm_bin, order_placed_once, run_agent, Chain, Finished, Model,
     Record, Scratch, WORK,
 };
 use serde_json::{json, Value};
@@ -99,12 +99,10 @@ const OPENCODE: Agent = Agent {
 /// The pinned `opencode` binary, checked to start and to be the pinned version (in the
 /// scratch home: even `--version` makes opencode's folders in `$HOME`).
 fn opencode_bin(scratch: &Scratch) -> PathBuf {
-    let dir = repo().join(format!("tests/mcp/node/opencode-{VERSION}"));
-    let bin = dir.join("node_modules/.bin/opencode");
-    assert!(
-        bin.exists(),
-        "opencode {VERSION} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
-        dir.display()
+    let (dir, bin) = npm_bin(
+        &format!("opencode-{VERSION}"),
+        "opencode",
+        &format!("opencode {VERSION}"),
     );
     let out = Command::new(&bin)
         .arg("--version")

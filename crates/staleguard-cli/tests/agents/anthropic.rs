@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{keep_sent, project, shows_page, Chain, Record, Scratch, RECEIPT, REFUSED};
+use super::{
+    headers_passed_through, keep_sent, nothing_of_staleguards_in, only_newest_page_live, project,
+    refusal_names_a_receipt, shows_page, Chain, Record, Scratch, RECEIPT, REFUSED,
+};
 
 /// A tool result of a request: where it is, what it answers, its text.
 pub(crate) struct ToolResult {
@@ -160,16 +163,7 @@ pub(crate) fn forwarded_projections(
             panic!("request {i}: the model got no `staleguard project` of what {agent} sent");
         };
         let g = got.remove(j);
-        for (name, value) in &s.headers {
-            let hop = ["host", "content-length", "connection", "transfer-encoding"];
-            if !hop.contains(&name.to_ascii_lowercase().as_str()) {
-                assert_eq!(
-                    g.header(name),
-                    Some(value.as_str()),
-                    "request {i}: header {name} changed on the way"
-                );
-            }
-        }
+        headers_passed_through(i, s, &g);
         paired.push(g);
     }
     paired
@@ -304,26 +298,15 @@ impl Agent {
     pub(crate) fn only_old_pages_collapsed(&self, sent: &Value, got: &Value, i: usize) -> usize {
         let (s_results, g_results) =
             only_results_changed(sent, got, i, |r| self.is_browser(&r.tool));
-        let pages: Vec<&ToolResult> = s_results.iter().filter(|r| shows_page(&r.text)).collect();
-        for (n, page) in pages.iter().enumerate() {
-            let forwarded = &g_results
-                .iter()
-                .find(|r| r.at == page.at)
-                .expect("paired")
-                .text;
-            if n + 1 < pages.len() {
-                assert!(
-                    forwarded.starts_with(RECEIPT) && !forwarded.contains("[ref="),
-                    "request {i}: an older page reached the model live: {forwarded:.400}"
-                );
-            } else {
-                assert_eq!(
-                    forwarded, &page.text,
-                    "request {i}: the newest page is live"
-                );
-            }
-        }
-        pages.len().saturating_sub(1)
+        let pages: Vec<(&str, &str)> = s_results
+            .iter()
+            .filter(|r| shows_page(&r.text))
+            .map(|page| {
+                let forwarded = g_results.iter().find(|r| r.at == page.at).expect("paired");
+                (page.text.as_str(), forwarded.text.as_str())
+            })
+            .collect();
+        only_newest_page_live(i, &pages)
     }
 
     /// Only browser results and snapshot files read back changed; every page tree but the
@@ -476,21 +459,8 @@ impl Agent {
 
 /// The refusal names the confirm page by the observation ID its receipt in `last` carries.
 pub(crate) fn refusal_names_the_receipt(last: &Value, refusal: &str) {
-    let id = refusal
-        .split("observation ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no observation ID in {refusal}"));
     let results = tool_results(last);
-    let receipt = results
-        .iter()
-        .find(|r| r.text.starts_with(RECEIPT) && r.text.contains("confirm.html"))
-        .expect("the confirm page's receipt");
-    assert!(
-        receipt.text.contains(&format!("observation={id}")),
-        "the refusal names observation {id}, the receipt says: {}",
-        receipt.text
-    );
+    refusal_names_a_receipt(refusal, results.iter().map(|r| r.text.as_str()));
 }
 
 /// Nothing of staleguard's (no refusal, no receipt) is in the last Messages request of
@@ -498,12 +468,7 @@ pub(crate) fn refusal_names_the_receipt(last: &Value, refusal: &str) {
 pub(crate) fn nothing_of_staleguards(records: Vec<Record>) {
     let got = messages(records);
     let last = got.last().expect("requests").json();
-    assert!(
-        !tool_results(&last)
-            .iter()
-            .any(|r| r.text.contains(REFUSED) || r.text.starts_with(RECEIPT)),
-        "nothing of staleguard's is in the unguarded run"
-    );
+    nothing_of_staleguards_in(tool_results(&last).iter().map(|r| r.text.as_str()));
 }
 
 /// The proxy's log of a run whose `requests` Messages requests reached the model: one line a

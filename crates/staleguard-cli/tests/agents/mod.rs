@@ -151,11 +151,17 @@ pub(crate) fn http_get(port: u16, path: &str) -> (u16, Vec<u8>) {
 /// `x-e2e-seq` header from 1, in the order of its records, so a request the model received is
 /// paired with the one the agent sent even when requests in flight together cross.
 pub(crate) struct Record {
+    /// Its place in the server's records, from 1: for a relay's record, the `x-e2e-seq` it
+    /// was forwarded with.
+    pub number: usize,
+    pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
     /// The model's answer: `{"tool", "arguments", "text"}` (the relay answers nothing).
     pub answer: Value,
+    /// When it was received, in seconds since the Unix epoch.
+    pub at: f64,
 }
 
 impl Record {
@@ -169,6 +175,17 @@ impl Record {
     pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("{} body is not JSON ({e}): {:.300}", self.path, self.body))
+    }
+
+    /// The request asked to open a WebSocket (`Upgrade: websocket`).
+    pub(crate) fn is_websocket_upgrade(&self) -> bool {
+        self.header("upgrade")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("websocket"))
+    }
+
+    /// The received request `received` (the model's) is this one (a relay's) forwarded.
+    pub(crate) fn forwarded_as(&self, received: &Record) -> bool {
+        received.header("x-e2e-seq") == Some(self.number.to_string().as_str())
     }
 }
 
@@ -224,13 +241,18 @@ impl Model {
         let (status, body) = http_get(self.port, "/_requests");
         assert_eq!(status, 200, "GET /_requests");
         let list: Vec<Value> = serde_json::from_slice(&body).expect("/_requests is JSON");
-        list.iter().map(record).collect()
+        list.iter()
+            .enumerate()
+            .map(|(i, rec)| record(i + 1, rec))
+            .collect()
     }
 }
 
-fn record(rec: &Value) -> Record {
+fn record(number: usize, rec: &Value) -> Record {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     Record {
+        number,
+        method: text(&rec["method"]),
         path: text(&rec["path"]),
         headers: rec["headers"]
             .as_array()
@@ -240,6 +262,7 @@ fn record(rec: &Value) -> Record {
             .collect(),
         body: text(&rec["body"]),
         answer: rec["answer"].clone(),
+        at: rec["at"].as_f64().unwrap_or_default(),
     }
 }
 
@@ -426,6 +449,19 @@ pub(crate) fn behind_guard(server: Vec<String>, guarded: bool) -> Vec<String> {
     command
 }
 
+/// The program `bin` of the npm package pinned in `tests/mcp/node/<folder>` (`what` names it),
+/// checked to be installed: (the package's folder, the program).
+pub(crate) fn npm_bin(folder: &str, bin: &str, what: &str) -> (PathBuf, PathBuf) {
+    let dir = repo().join("tests/mcp/node").join(folder);
+    let path = dir.join("node_modules/.bin").join(bin);
+    assert!(
+        path.exists(),
+        "{what} is not installed in {}: run `npm ci` there, or run scripts/test, which does",
+        dir.display()
+    );
+    (dir, path)
+}
+
 /// The agent `bin`, to run in the scratch folder `WORK` with only the environment it needs to
 /// start: `PATH`, a throwaway home, and anything not on 127.0.0.1 sent to a closed port (no
 /// network beyond this machine).
@@ -478,6 +514,70 @@ pub(crate) fn order_placed_once(answer: &str) {
 /// staleguard collapses when a newer one follows.
 pub(crate) fn shows_page(text: &str) -> bool {
     text.contains("- Page Snapshot:")
+}
+
+/// The pages of request `i` as the agent sent them and as the model got them, in order: every
+/// one but the newest reached the model as a receipt with no ref left, and the newest as the
+/// agent sent it. Returns how many were collapsed.
+pub(crate) fn only_newest_page_live(i: usize, pages: &[(&str, &str)]) -> usize {
+    for (n, (sent, got)) in pages.iter().enumerate() {
+        if n + 1 < pages.len() {
+            assert!(
+                got.starts_with(RECEIPT) && !got.contains("[ref="),
+                "request {i}: an older page reached the model live: {got:.400}"
+            );
+        } else {
+            assert_eq!(got, sent, "request {i}: the newest page is live");
+        }
+    }
+    pages.len().saturating_sub(1)
+}
+
+/// The refusal names the confirm page by the observation ID its receipt carries, among
+/// `results` (the text of every result of the request).
+pub(crate) fn refusal_names_a_receipt<'a>(
+    refusal: &str,
+    results: impl IntoIterator<Item = &'a str>,
+) {
+    let id = refusal
+        .split("observation ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no observation ID in {refusal}"));
+    let receipt = results
+        .into_iter()
+        .find(|r| r.starts_with(RECEIPT) && r.contains("confirm.html"))
+        .expect("the confirm page's receipt");
+    assert!(
+        receipt.contains(&format!("observation={id}")),
+        "the refusal names observation {id}, the receipt says: {receipt}"
+    );
+}
+
+/// Nothing of staleguard's (no refusal, no receipt) is among `results`, the text of every
+/// result of an unguarded run's last request.
+pub(crate) fn nothing_of_staleguards_in<'a>(results: impl IntoIterator<Item = &'a str>) {
+    for r in results {
+        assert!(
+            !r.contains(REFUSED) && !r.starts_with(RECEIPT),
+            "something of staleguard's is in the unguarded run: {r:.400}"
+        );
+    }
+}
+
+/// Every header of `sent` (the agent's request) reached the model in `got` (request `i`)
+/// unchanged, but the hop-by-hop ones.
+pub(crate) fn headers_passed_through(i: usize, sent: &Record, got: &Record) {
+    let hop = ["host", "content-length", "connection", "transfer-encoding"];
+    for (name, value) in &sent.headers {
+        if !hop.contains(&name.to_ascii_lowercase().as_str()) {
+            assert_eq!(
+                got.header(name),
+                Some(value.as_str()),
+                "request {i}: header {name} changed on the way"
+            );
+        }
+    }
 }
 
 /// Keeps the requests `sent` in the scratch folder (`sent-00.json`, ...), for when the test
