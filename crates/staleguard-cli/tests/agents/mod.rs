@@ -86,28 +86,9 @@ impl Drop for Scratch {
     }
 }
 
-/// Kills, by process id, every process whose command line names `dir` (a browser whose
-/// profile sits in the scratch `TMPDIR` and that its MCP server left behind). Returns how many.
-pub(crate) fn kill_processes_under(dir: &Path) -> usize {
-    // With the separator: another test's folder may start with this one's name.
-    let needle = format!("{}/", dir.display());
-    let mut killed = 0;
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if pid as u32 != std::process::id() && String::from_utf8_lossy(&cmdline).contains(&needle) {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            killed += 1;
-        }
-    }
-    killed
-}
+/// Kills every process whose command line names a path under a folder (a browser whose
+/// profile sits in the scratch `TMPDIR` and that its MCP server left behind).
+pub(crate) use crate::mcp::kill_processes_under;
 
 pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");

@@ -148,6 +148,8 @@ pub(crate) struct Client {
     pub received: Vec<Value>,
     /// The name of the ref argument the server's tools take (`ref` or `target`).
     pub ref_key: String,
+    /// The working folder, where the server and its browser keep their files.
+    cwd: PathBuf,
 }
 
 impl Client {
@@ -174,9 +176,12 @@ impl Client {
         let cwd =
             std::env::temp_dir().join(format!("staleguard-mcp-e2e-{}-{run}", std::process::id()));
         std::fs::create_dir_all(&cwd).expect("working folder");
+        // TMPDIR in the working folder: the browser's profile lands there, so a browser its
+        // server left behind is found by its command line when the client goes.
         let mut child = Command::new(program)
             .args(args)
             .current_dir(&cwd)
+            .env("TMPDIR", &cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -207,6 +212,7 @@ impl Client {
         Client {
             stdin: child.stdin.take(),
             child,
+            cwd,
             lines,
             next_id: 0,
             stderr,
@@ -320,10 +326,46 @@ impl Client {
 }
 
 impl Drop for Client {
+    /// Stops the server as an MCP client does, by closing its standard input, so it closes
+    /// its browser; kills it if it has not exited within a few seconds, then kills whatever
+    /// it left behind in its working folder (a browser is started in a process group of its
+    /// own, so it outlives a killed server).
     fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        kill_processes_under(&self.cwd);
+        let _ = std::fs::remove_dir_all(&self.cwd);
     }
+}
+
+/// Kills every process whose command line names a path under `dir`. Returns how many.
+pub(crate) fn kill_processes_under(dir: &Path) -> usize {
+    // With the separator: another client's folder may start with this one's name.
+    let needle = format!("{}/", dir.display());
+    let mut killed = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if pid != std::process::id() && String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            killed += 1;
+        }
+    }
+    killed
 }
 
 pub(crate) fn wait_timeout(child: &mut Child, limit: Duration) -> Option<i32> {
