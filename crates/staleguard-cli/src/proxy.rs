@@ -35,6 +35,10 @@ pub(crate) struct ProxyArgs {
     /// (default /metrics; an empty value forwards that path too).
     #[arg(long, value_name = "PATH")]
     metrics_path: Option<String>,
+    /// After SIGTERM or Ctrl-C, seconds the requests in flight may take to finish before the
+    /// proxy exits anyway (default 30).
+    #[arg(long, value_name = "SECS")]
+    shutdown_grace_secs: Option<u64>,
     /// Log one JSON object per line.
     #[arg(long)]
     log_json: bool,
@@ -79,6 +83,13 @@ pub(crate) fn run(args: ProxyArgs) -> Result<(), Failure> {
             .or(file.memo_bytes)
             .unwrap_or(staleguard::internal::memo::DEFAULT_MEMO_BYTES),
         metrics_path: metrics_path(args.metrics_path.or(file.metrics_path))?,
+        shutdown_grace: args
+            .shutdown_grace_secs
+            .or(file.shutdown_grace_secs)
+            .map_or(
+                staleguard_proxy::DEFAULT_SHUTDOWN_GRACE,
+                Duration::from_secs,
+            ),
         staleguard: config,
     };
     init_logging(args.log_json || file.log_json.unwrap_or(false));
@@ -173,7 +184,8 @@ fn init_logging(json: bool) {
     };
 }
 
-/// Resolves on SIGTERM or Ctrl-C; the server then finishes the streams in flight.
+/// Resolves on SIGTERM or Ctrl-C; the server then stops accepting and finishes the streams in
+/// flight within the shutdown grace.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

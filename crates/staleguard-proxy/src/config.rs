@@ -23,6 +23,8 @@ pub struct ProxyConfig {
     /// Path of `GET` requests answered with the proxy's metrics (default `/metrics`); an
     /// empty string forwards that path like any other.
     pub metrics_path: Option<String>,
+    /// Seconds requests in flight may take to finish after SIGTERM (default 30).
+    pub shutdown_grace_secs: Option<u64>,
 }
 
 /// The file as the proxy sees it: its table, every other key left to the core.

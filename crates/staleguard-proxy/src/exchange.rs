@@ -15,6 +15,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use futures_util::Stream;
+use std::future::Future;
 
 use crate::metrics::Metrics;
 use crate::usage::{UsageRead, UsageReader};
@@ -205,20 +206,28 @@ impl Drop for Exchange {
 type UpstreamBody = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// The upstream's answer body on its way to the client, each chunk passed on as it comes and
-/// read on the side.
+/// read on the side. A silence longer than `idle` ends it with an error (`upstream_timeout`),
+/// so an upstream that stops sending without closing cannot hold the client forever.
 pub(crate) struct Tallied {
     inner: UpstreamBody,
     exchange: Exchange,
+    idle: Duration,
+    silence: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
 }
 
 impl Tallied {
     pub(crate) fn new(
         body: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
         exchange: Exchange,
+        idle: Duration,
     ) -> Tallied {
         Tallied {
             inner: Box::pin(body),
             exchange,
+            idle,
+            silence: Box::pin(tokio::time::sleep(idle)),
+            done: false,
         }
     }
 }
@@ -228,22 +237,41 @@ impl Stream for Tallied {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
         match this.inner.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 this.exchange.passed(&chunk);
+                let next = tokio::time::Instant::now() + this.idle;
+                this.silence.as_mut().reset(next);
                 Poll::Ready(Some(Ok(chunk)))
             }
             Poll::Ready(Some(Err(e))) => {
                 this.exchange.ended = "upstream_error";
+                this.done = true;
                 Poll::Ready(Some(Err(std::io::Error::other(e))))
             }
             Poll::Ready(None) => {
                 if this.exchange.ended == "client_closed" {
                     this.exchange.ended = "complete";
                 }
+                this.done = true;
                 Poll::Ready(None)
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => match this.silence.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    this.exchange.ended = "upstream_timeout";
+                    this.done = true;
+                    let secs = this.idle.as_secs_f64();
+                    let message = format!("the upstream sent nothing for {secs} s");
+                    Poll::Ready(Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        message,
+                    ))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
         }
     }
 }

@@ -136,6 +136,7 @@ fn proxy(runtime: &tokio::runtime::Runtime, upstream: u16) -> u16 {
         upstream_timeout: Duration::from_secs(10),
         memo_bytes: 0,
         metrics_path: Some(DEFAULT_METRICS_PATH.to_string()),
+        shutdown_grace: Duration::from_secs(1),
         staleguard: Config {
             browser_history_compaction: true,
             ..Config::default()

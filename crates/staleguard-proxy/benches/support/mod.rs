@@ -44,6 +44,7 @@ pub(crate) async fn proxy(upstream: SocketAddr, memo_bytes: usize, config: Confi
         upstream_timeout: Duration::from_secs(30),
         memo_bytes,
         metrics_path: None,
+        shutdown_grace: Duration::from_secs(1),
         staleguard: config,
     };
     tokio::spawn(staleguard_proxy::serve(
