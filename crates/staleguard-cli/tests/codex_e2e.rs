@@ -188,6 +188,7 @@ persistence = "none"
 command = {command}
 args = [{args}]
 default_tools_approval_mode = "approve"
+startup_timeout_sec = 60
 
 [mcp_servers.playwright.env]
 TMPDIR = {tmp}
@@ -254,6 +255,12 @@ fn run_codex(
         .args(["--color", "never", "--output-last-message"])
         .arg(&answer)
         .arg(prompt);
+    // One Codex at a time: run side by side on a loaded 2-core machine, Codex began its
+    // session before its MCP server had listed its tools (no browser tools offered).
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
