@@ -21,6 +21,7 @@
 
 mod config;
 pub mod history;
+mod jsonrpc;
 pub mod relay;
 mod run;
 pub mod scope;

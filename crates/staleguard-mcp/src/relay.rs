@@ -2,8 +2,11 @@
 //! over newline-delimited JSON-RPC messages. It does no I/O, so every decision can be
 //! tested without a process; [`crate::run`] feeds it lines and writes what it returns.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use staleguard::internal::archive::Archive;
 use staleguard::internal::guard;
@@ -14,6 +17,7 @@ use staleguard::{Config, Memo};
 use staleguard::{Refusal, Verdict};
 
 use crate::history::HISTORY_TOOL;
+use crate::jsonrpc::{self, Message};
 use crate::scope;
 use crate::McpConfig;
 
@@ -23,6 +27,18 @@ pub const DEFAULT_MEMO_BYTES: usize = 32 * 1024 * 1024;
 
 /// The prefix of the ids of the relay's own requests to the server.
 const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
+
+/// Lines from the server of this many bytes and more are read for what they are before they
+/// are read whole (if at all): a large result passed through is then held once.
+const HEAD_FIRST_BYTES: usize = 4 << 20;
+
+/// Own requests given up on (timed out, or their call cancelled) whose late answers are
+/// still dropped; older ones are forgotten.
+const ABANDONED_KEPT: usize = 256;
+
+/// Cancelled browser calls still waited for (their results are read if they come); older
+/// ones are forgotten.
+const CANCELLED_KEPT: usize = 256;
 
 /// How the relay behaves.
 #[derive(Debug, Clone)]
@@ -67,15 +83,33 @@ pub enum Output {
     ToClient(Vec<u8>),
 }
 
-/// A client request the relay waits to see answered.
+/// What the relay does with the answer to a client request.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Pending {
+    /// Passes it through.
+    Other,
+    /// Adds `browser_history` to the tools.
     ToolsList,
+    /// Reads the result: the page, its refs, progress.
     BrowserCall,
+}
+
+/// A client request forwarded to the server and not answered yet.
+struct InFlight {
+    /// The id as the client wrote it, to answer it when the server cannot.
+    id: Value,
+    kind: Pending,
+    /// When the client sent it, among its requests: they are answered in this order when the
+    /// server is gone.
+    seq: u64,
+    /// The client cancelled it: it expects no answer.
+    cancelled: bool,
 }
 
 /// A browser call held back until the relay's own fresh snapshot is answered.
 struct Parked {
     own_id: String,
+    seq: u64,
     /// The page the relay's own snapshot is of, where the server names pages.
     page_id: Option<String>,
     id: Value,
@@ -123,7 +157,12 @@ pub struct Relay {
     memo: Memo,
     /// Index of the next call or result, as the core's session counts them.
     step: usize,
-    pending: HashMap<String, Pending>,
+    /// Client requests forwarded to the server, by id, until it answers them.
+    pending: HashMap<String, InFlight>,
+    /// Client requests taken in so far (the next one's `seq`).
+    requests: u64,
+    /// Ids of cancelled browser calls, oldest first (bounds what `pending` keeps of them).
+    cancelled: VecDeque<String>,
     parked: Option<Parked>,
     /// Client lines that arrived while a call was parked, in order.
     queue: VecDeque<Vec<u8>>,
@@ -136,8 +175,12 @@ pub struct Relay {
     server_has_history: bool,
     /// What the relay did, for the operator's log; never page text or arguments.
     notes: Vec<String>,
-    /// Ids of own snapshots given up on: their late answers are dropped.
-    abandoned: std::collections::HashSet<String>,
+    /// Ids of own snapshots given up on, oldest first: their late answers are dropped.
+    abandoned: VecDeque<String>,
+    /// Lines from the server that were no JSON-RPC message, described, for a rate-limited log.
+    dropped: Vec<String>,
+    /// How the server ended, once it has: every request is then answered with an error.
+    gone: Option<String>,
 }
 
 impl Relay {
@@ -151,13 +194,17 @@ impl Relay {
             options,
             step: 0,
             pending: HashMap::new(),
+            requests: 0,
+            cancelled: VecDeque::new(),
             parked: None,
             queue: VecDeque::new(),
             own_requests: 0,
             documents: Documents::default(),
             server_has_history: false,
             notes: Vec::new(),
-            abandoned: Default::default(),
+            abandoned: VecDeque::new(),
+            dropped: Vec::new(),
+            gone: None,
         }
     }
 
@@ -177,70 +224,371 @@ impl Relay {
     }
 
     /// Takes one line from the client.
+    ///
+    /// A line that is not JSON gets a parse error (-32700), one that is not a valid JSON-RPC
+    /// request an invalid-request error (-32600) with its id where it has a readable one, a
+    /// batch one error per request in it; none of them reaches the server. A notification is
+    /// never answered.
     pub fn from_client(&mut self, line: &[u8]) -> Vec<Output> {
-        if self.parked.is_some() {
-            self.queue.push_back(line.to_vec());
+        if line.iter().all(u8::is_ascii_whitespace) {
             return Vec::new();
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
+        if self.parked.is_some() {
+            if let Some(out) = self.cancel_while_holding(line) {
+                return out;
+            }
+            self.queue.push_back(line.to_vec());
             return Vec::new();
         }
         let message: Value = match serde_json::from_slice(line) {
             Ok(message) => message,
-            Err(e) => return vec![to_client(&parse_error(&e))],
+            Err(e) => {
+                self.note("answered a line from the client that is not JSON: parse error".into());
+                return vec![to_client(&parse_error(&e))];
+            }
         };
-        let (Some(id), Some(method)) = (message.get("id"), method(&message)) else {
-            return vec![Output::ToServer(line.to_vec())];
-        };
-        let id = id.clone();
-        match method {
-            "tools/list" if self.offers_history() => {
-                self.pending.insert(id_key(&id), Pending::ToolsList);
+        match jsonrpc::classify(&message) {
+            Message::Request { id, method } => {
+                let (id, method) = (id.clone(), method.to_string());
+                self.request(line, id, &method, message)
+            }
+            Message::Notification { method } if self.gone.is_none() => {
+                if method == "notifications/cancelled" {
+                    self.cancel_forwarded(&message);
+                }
                 vec![Output::ToServer(line.to_vec())]
             }
-            "tools/call" => self.tool_call(line, id, message),
-            _ => vec![Output::ToServer(line.to_vec())],
+            Message::Response if self.gone.is_none() => vec![Output::ToServer(line.to_vec())],
+            Message::Notification { .. } | Message::Response => Vec::new(),
+            Message::Batch(items) => self.batch(items),
+            Message::Invalid { id, why } => {
+                self.note(format!(
+                    "answered an invalid request from the client: {why}"
+                ));
+                vec![to_client(&invalid_request(&id, why))]
+            }
+            Message::BadResponse(why) => {
+                self.note(format!(
+                    "dropped an invalid response from the client: {why}"
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    /// A valid request from the client.
+    fn request(&mut self, line: &[u8], id: Value, method: &str, message: Value) -> Vec<Output> {
+        let key = id_key(&id);
+        if let Some(how) = &self.gone {
+            return vec![to_client(&gone_error(&id, how))];
+        }
+        if self.pending.contains_key(&key) || self.abandoned.contains(&key) {
+            self.note("answered a request whose id is already in use: invalid request".into());
+            return vec![to_client(&invalid_request(
+                &id,
+                "its id is already in use by a request not yet answered",
+            ))];
+        }
+        match method {
+            "tools/call" => {
+                if !tool_call_params_ok(&message) {
+                    return vec![to_client(&jsonrpc::error(
+                        &id,
+                        jsonrpc::INVALID_PARAMS,
+                        "Invalid params: tools/call takes an object with a string \"name\" and an object \"arguments\"",
+                    ))];
+                }
+                self.tool_call(line, id, message)
+            }
+            "tools/list" if self.offers_history() => {
+                self.forwarded(&id, Pending::ToolsList);
+                vec![Output::ToServer(line.to_vec())]
+            }
+            _ => {
+                self.forwarded(&id, Pending::Other);
+                vec![Output::ToServer(line.to_vec())]
+            }
+        }
+    }
+
+    /// Keeps a request forwarded to the server until it answers.
+    fn forwarded(&mut self, id: &Value, kind: Pending) {
+        let seq = self.next_request();
+        self.pending.insert(
+            id_key(id),
+            InFlight {
+                id: id.clone(),
+                kind,
+                seq,
+                cancelled: false,
+            },
+        );
+    }
+
+    fn next_request(&mut self) -> u64 {
+        self.requests += 1;
+        self.requests
+    }
+
+    /// A batch from the client: MCP has had none since 2025-06-18, and the guard cannot look
+    /// inside one, so no part of it reaches the server. Each request in it gets an error (in
+    /// a batch of responses, as JSON-RPC answers a batch); a batch of notifications gets
+    /// nothing.
+    fn batch(&mut self, items: &[Value]) -> Vec<Output> {
+        self.note(format!(
+            "answered a batch of {} messages from the client: MCP has no batches",
+            items.len()
+        ));
+        if items.is_empty() {
+            return vec![to_client(&invalid_request(&Value::Null, "an empty batch"))];
+        }
+        let errors: Vec<Value> = items
+            .iter()
+            .filter_map(|item| match jsonrpc::classify(item) {
+                Message::Request { id, .. } => Some(invalid_request(
+                    id,
+                    "MCP has no batches: send each message on a line of its own",
+                )),
+                Message::Invalid { id, why } => Some(invalid_request(&id, why)),
+                Message::Batch(_) => Some(invalid_request(&Value::Null, "a batch in a batch")),
+                Message::Notification { .. } | Message::Response | Message::BadResponse(_) => None,
+            })
+            .collect();
+        if errors.is_empty() {
+            return Vec::new();
+        }
+        vec![to_client(&Value::Array(errors))]
+    }
+
+    /// `notifications/cancelled` for a request the server has: it goes on to the server, and
+    /// the relay no longer answers the request itself should the server be gone.
+    fn cancel_forwarded(&mut self, message: &Value) {
+        let Some(target) = message.pointer("/params/requestId") else {
+            return;
+        };
+        let key = id_key(target);
+        let Some(call) = self.pending.get_mut(&key) else {
+            return;
+        };
+        if call.cancelled {
+            return;
+        }
+        if call.kind != Pending::BrowserCall {
+            // Its late answer, if any, passes through as it would have.
+            self.pending.remove(&key);
+            return;
+        }
+        // A late browser result is still read: the page may have changed.
+        call.cancelled = true;
+        self.cancelled.push_back(key);
+        while self.cancelled.len() > CANCELLED_KEPT {
+            if let Some(old) = self.cancelled.pop_front() {
+                if self.pending.get(&old).is_some_and(|c| c.cancelled) {
+                    self.pending.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// A line from the client while a call is held: a cancellation is acted on at once (the
+    /// held call, or a request queued behind it, is dropped and never answered; a request the
+    /// server has gets the cancellation forwarded); any other line waits (`None`).
+    fn cancel_while_holding(&mut self, line: &[u8]) -> Option<Vec<Output>> {
+        let message: Value = serde_json::from_slice(line).ok()?;
+        match jsonrpc::classify(&message) {
+            Message::Notification {
+                method: "notifications/cancelled",
+            } => {}
+            _ => return None,
+        }
+        let key = id_key(message.pointer("/params/requestId")?);
+        let parked = self.parked.as_ref()?;
+        if id_key(&parked.id) == key {
+            let parked = self.parked.take()?;
+            self.note("the client cancelled the held call: dropped".into());
+            self.abandon(&parked.own_id);
+            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": parked.own_id, "reason": "the call it was taken for was cancelled"}});
+            let mut out = vec![to_server(&cancel)];
+            out.extend(self.drain_queue());
+            return Some(out);
+        }
+        if let Some(at) = self
+            .queue
+            .iter()
+            .position(|queued| request_key(queued).as_ref() == Some(&key))
+        {
+            self.queue.remove(at);
+            self.note("the client cancelled a request held behind a call: dropped".into());
+            return Some(Vec::new());
+        }
+        self.cancel_forwarded(&message);
+        Some(vec![Output::ToServer(line.to_vec())])
+    }
+
+    /// Drops the late answer to an own request.
+    fn abandon(&mut self, own_id: &str) {
+        self.abandoned.push_back(id_key(&json!(own_id)));
+        while self.abandoned.len() > ABANDONED_KEPT {
+            self.abandoned.pop_front();
         }
     }
 
     /// Takes one line from the server.
+    ///
+    /// A line that is no JSON-RPC message (a log line, a partial line, binary garbage) is
+    /// dropped, never forwarded, and described in [`Relay::take_dropped`].
     pub fn from_server(&mut self, line: &[u8]) -> Vec<Output> {
-        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
-            return vec![Output::ToClient(line.to_vec())];
+        self.server_line(Cow::Borrowed(line))
+    }
+
+    /// [`Relay::from_server`] for a line the caller gives away: a line passed through is
+    /// not copied, and one the relay rewrites is freed before its rewrite is written.
+    pub fn from_server_owned(&mut self, line: Vec<u8>) -> Vec<Output> {
+        self.server_line(Cow::Owned(line))
+    }
+
+    fn server_line(&mut self, line: Cow<'_, [u8]>) -> Vec<Output> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Vec::new();
+        }
+        // What it is, and the id of an answer it is: a large line is first read for that
+        // alone, its body skipped, so that one passed through is never held twice; a small
+        // one is read whole at once (the relay reads most answers whole anyway).
+        let (answer, whole) = if line.len() >= HEAD_FIRST_BYTES {
+            // Read as text: skipped strings are checked for UTF-8 here.
+            let Ok(text) = std::str::from_utf8(&line) else {
+                self.drop_line(&line, "not JSON (not UTF-8)");
+                return Vec::new();
+            };
+            match serde_json::from_str::<Head>(text) {
+                Ok(head) if head.is_message() => (head.answer_key(), None),
+                Ok(_) => {
+                    self.drop_line(&line, "JSON but no JSON-RPC message");
+                    return Vec::new();
+                }
+                // Not an object of distinct keys: read whole.
+                Err(_) => match self.whole(&line) {
+                    Some(value) => (answer_key(&value), Some(value)),
+                    None => return Vec::new(),
+                },
+            }
+        } else {
+            match self.whole(&line) {
+                Some(value) => (answer_key(&value), Some(value)),
+                None => return Vec::new(),
+            }
         };
-        let is_response = method(&message).is_none();
-        let key = match message.get("id") {
-            Some(id) if is_response => id_key(id),
-            _ => return vec![Output::ToClient(line.to_vec())],
+        let Some(key) = answer else {
+            return vec![Output::ToClient(line.into_owned())];
         };
         if self
             .parked
             .as_ref()
             .is_some_and(|p| id_key(&json!(p.own_id)) == key)
         {
-            return self.fresh_snapshot(&message);
+            let answer = read_whole(whole, &line);
+            return self.fresh_snapshot(&answer);
         }
-        if self.abandoned.remove(&key) {
+        if let Some(at) = self.abandoned.iter().position(|k| *k == key) {
+            self.abandoned.remove(at);
             return Vec::new();
         }
-        match self.pending.remove(&key) {
-            Some(Pending::ToolsList) => {
-                if self.add_history_tool(&mut message) {
-                    vec![to_client(&message)]
-                } else {
-                    vec![Output::ToClient(line.to_vec())]
-                }
-            }
-            Some(Pending::BrowserCall) => {
-                let step = self.next_step();
-                if self.browser_result(&mut message, step) {
-                    vec![to_client(&message)]
-                } else {
-                    vec![Output::ToClient(line.to_vec())]
-                }
-            }
-            None => vec![Output::ToClient(line.to_vec())],
+        let kind = self.pending.remove(&key).map(|call| call.kind);
+        if !matches!(kind, Some(Pending::ToolsList | Pending::BrowserCall)) {
+            drop(whole);
+            return vec![Output::ToClient(line.into_owned())];
         }
+        let mut message = read_whole(whole, &line);
+        if kind == Some(Pending::ToolsList) {
+            return if self.add_history_tool(&mut message) {
+                vec![to_client(&message)]
+            } else {
+                vec![Output::ToClient(line.into_owned())]
+            };
+        }
+        let step = self.next_step();
+        // A result with text is most often rewritten by the guard (scoped refs, guidance),
+        // and then written from what was read: its line is freed first, so that a large page
+        // is held once, not twice. Any other result keeps its line, and passes byte for byte
+        // when nothing in it changed.
+        let line = if self.options.guard && has_text_part(&message) {
+            drop(line);
+            None
+        } else {
+            Some(line)
+        };
+        let changed = self.browser_result(&mut message, step);
+        match line {
+            Some(line) if !changed => {
+                drop(message);
+                vec![Output::ToClient(line.into_owned())]
+            }
+            _ => vec![to_client(&message)],
+        }
+    }
+
+    /// A line from the server read whole, when it is a JSON-RPC message; anything else is
+    /// dropped (`None`).
+    fn whole(&mut self, line: &[u8]) -> Option<Value> {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(value) if jsonrpc::is_message(&value) => Some(value),
+            Ok(_) => {
+                self.drop_line(line, "JSON but no JSON-RPC message");
+                None
+            }
+            Err(_) => {
+                self.drop_line(line, "not JSON");
+                None
+            }
+        }
+    }
+
+    fn drop_line(&mut self, line: &[u8], what: &str) {
+        let shown = &line[..line.len().min(60)];
+        let more = if shown.len() < line.len() { "..." } else { "" };
+        self.dropped.push(format!(
+            "dropped a line from the server that is {what} ({} bytes: \"{}\"{more})",
+            line.len(),
+            String::from_utf8_lossy(shown).escape_debug()
+        ));
+    }
+
+    /// The lines from the server dropped since the last call, one description each (its
+    /// length and first bytes, escaped), for a log that limits their rate.
+    pub fn take_dropped(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// The server is gone (it exited, or closed its output): every client request it had not
+    /// answered, the held call and the requests queued behind it are answered with an error
+    /// (-32000) that says `how` it ended, in the order the client sent them; cancelled ones
+    /// get nothing. Later requests get the same error at once.
+    pub fn server_exited(&mut self, how: &str) -> Vec<Output> {
+        if self.gone.is_none() {
+            self.gone = Some(how.to_string());
+        }
+        let mut unanswered: Vec<(u64, Value)> = self
+            .pending
+            .drain()
+            .filter(|(_, call)| !call.cancelled)
+            .map(|(_, call)| (call.seq, call.id))
+            .collect();
+        if let Some(parked) = self.parked.take() {
+            unanswered.push((parked.seq, parked.id));
+        }
+        unanswered.sort_by_key(|(seq, _)| *seq);
+        self.cancelled.clear();
+        self.abandoned.clear();
+        let how = self.gone.clone().unwrap_or_default();
+        let mut out: Vec<Output> = unanswered
+            .iter()
+            .map(|(_, id)| to_client(&gone_error(id, &how)))
+            .collect();
+        for line in std::mem::take(&mut self.queue) {
+            out.extend(self.from_client(&line));
+        }
+        out
     }
 
     fn offers_history(&self) -> bool {
@@ -260,6 +608,7 @@ impl Relay {
             return vec![to_client(&response(&id, result))];
         }
         if !self.tools.is_browser(&name) {
+            self.forwarded(&id, Pending::Other);
             return vec![Output::ToServer(line.to_vec())];
         }
         if !self.options.guard {
@@ -320,7 +669,7 @@ impl Relay {
     fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
         let step = self.next_step();
         self.session.call(step, name, arguments);
-        self.pending.insert(id_key(id), Pending::BrowserCall);
+        self.forwarded(id, Pending::BrowserCall);
     }
 
     fn next_step(&mut self) -> usize {
@@ -374,7 +723,10 @@ impl Relay {
         self.note("the newest page has no inline tree: taking a snapshot before the call".into());
         self.own_requests += 1;
         let mut own_id = format!("{OWN_ID_PREFIX}{}", self.own_requests);
-        while self.pending.contains_key(&id_key(&json!(own_id))) {
+        // Never an id the client has in flight, or one whose late answer is dropped.
+        while self.pending.contains_key(&id_key(&json!(own_id)))
+            || self.abandoned.contains(&id_key(&json!(own_id)))
+        {
             own_id.push('_');
         }
         // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
@@ -390,8 +742,10 @@ impl Relay {
             "method": "tools/call",
             "params": {"name": tool, "arguments": arguments},
         });
+        let seq = self.next_request();
         self.parked = Some(Parked {
             own_id,
+            seq,
             page_id: page
                 .as_ref()
                 .and_then(staleguard::internal::refs::page_id_of),
@@ -434,6 +788,12 @@ impl Relay {
         out
     }
 
+    /// Client requests forwarded to the server and not answered yet (cancelled browser calls
+    /// among them, up to a bound: their late results are still read).
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether a call is held until the server answers the relay's own snapshot.
     pub fn is_waiting(&self) -> bool {
         self.parked.is_some()
@@ -445,7 +805,7 @@ impl Relay {
         let Some(parked) = self.parked.take() else {
             return Vec::new();
         };
-        self.abandoned.insert(id_key(&json!(parked.own_id)));
+        self.abandon(&parked.own_id);
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
@@ -543,6 +903,50 @@ impl Relay {
     }
 }
 
+/// The keys of a line from the server that say what it is, its body skipped unread.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    method: Option<&'a RawValue>,
+}
+
+impl Head<'_> {
+    fn is_message(&self) -> bool {
+        self.jsonrpc
+            .and_then(|v| serde_json::from_str::<&str>(v.get()).ok())
+            == Some("2.0")
+    }
+
+    /// The relay's key of the request this line answers (`None` for a request or a
+    /// notification of the server's).
+    fn answer_key(&self) -> Option<String> {
+        if self.method.is_some() {
+            return None;
+        }
+        let id: Value = serde_json::from_str(self.id?.get()).ok()?;
+        Some(id_key(&id))
+    }
+}
+
+/// A line's message read whole: as it was already, or now.
+fn read_whole(whole: Option<Value>, line: &[u8]) -> Value {
+    whole
+        .or_else(|| serde_json::from_slice(line).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// [`Head::answer_key`] of a message read whole.
+fn answer_key(message: &Value) -> Option<String> {
+    if method(message).is_some() {
+        return None;
+    }
+    message.get("id").map(id_key)
+}
+
 fn method(message: &Value) -> Option<&str> {
     message.get("method").and_then(Value::as_str)
 }
@@ -557,6 +961,18 @@ fn arguments_of(message: &Value) -> Value {
         .pointer("/params/arguments")
         .cloned()
         .unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+/// Whether a response's result has a text part.
+fn has_text_part(message: &Value) -> bool {
+    message
+        .pointer("/result/content")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| {
+            parts
+                .iter()
+                .any(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        })
 }
 
 fn is_error(result: &Value) -> bool {
@@ -697,11 +1113,50 @@ fn refusal(id: &Value, text: &str) -> Value {
 }
 
 fn parse_error(e: &serde_json::Error) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {e}")},
-    })
+    jsonrpc::error(
+        &Value::Null,
+        jsonrpc::PARSE_ERROR,
+        &format!("Parse error: {e}"),
+    )
+}
+
+fn invalid_request(id: &Value, why: &str) -> Value {
+    jsonrpc::error(
+        id,
+        jsonrpc::INVALID_REQUEST,
+        &format!("Invalid Request: {why}"),
+    )
+}
+
+/// The answer to a request the server can no longer answer.
+fn gone_error(id: &Value, how: &str) -> Value {
+    jsonrpc::error(
+        id,
+        jsonrpc::CONNECTION_CLOSED,
+        &format!("staleguard mcp: the browser MCP server {how} before it answered this request"),
+    )
+}
+
+/// `tools/call` names its tool with a string and passes an object of arguments (or none).
+fn tool_call_params_ok(message: &Value) -> bool {
+    message
+        .get("params")
+        .and_then(Value::as_object)
+        .is_some_and(|params| {
+            params.get("name").is_some_and(Value::is_string)
+                && params
+                    .get("arguments")
+                    .map_or(true, |a| a.is_object() || a.is_null())
+        })
+}
+
+/// The id of a queued line that is a request, as the relay keys it.
+fn request_key(line: &[u8]) -> Option<String> {
+    let message: Value = serde_json::from_slice(line).ok()?;
+    match jsonrpc::classify(&message) {
+        Message::Request { id, .. } => Some(id_key(id)),
+        _ => None,
+    }
 }
 
 fn to_client(message: &Value) -> Output {

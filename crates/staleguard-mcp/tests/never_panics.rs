@@ -34,6 +34,8 @@ fn client_line() -> impl Strategy<Value = String> {
         }),
         ".{0,40}",
         "\\{\"jsonrpc\":\"2.0\",\"id\":[0-9],\"method\":\"tools/call\",\"params\":.{0,20}\\}",
+        (0u8..6).prop_map(|id| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}).to_string()),
+        (0u8..6).prop_map(|id| json!([{"jsonrpc": "2.0", "id": id, "method": "ping"}, {"jsonrpc": "2.0", "method": "x"}]).to_string()),
     ]
 }
 
@@ -66,6 +68,13 @@ proptest! {
                 let ours = serde_json::from_slice::<Value>(&bytes).is_ok();
                 prop_assert!(ours || given.contains(&bytes), "unknown line {:?}", String::from_utf8_lossy(&bytes));
             }
+        }
+        // The server is gone: whatever was pending gets errors, nothing goes to the server.
+        for o in relay.server_exited("exited with status 1") {
+            let Output::ToClient(bytes) = o else {
+                return Err(TestCaseError::fail("a line for a server that is gone"));
+            };
+            prop_assert!(serde_json::from_slice::<Value>(&bytes).is_ok());
         }
     }
 }

@@ -47,6 +47,8 @@ fn report(url: &str) -> String {
     format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n- [Snapshot](.playwright-mcp/page-1.yml)")
 }
 
+/// Valid JSON-RPC it does not act on passes byte for byte (a batch, or a server line that is
+/// no JSON-RPC message, does not: `tests/faults.rs`).
 #[test]
 fn what_it_does_not_act_on_passes_byte_for_byte() {
     let mut r = relay();
@@ -56,7 +58,6 @@ fn what_it_does_not_act_on_passes_byte_for_byte() {
         r#"{"jsonrpc": "2.0", "id": "r-1", "result": {"roots": []}}"#,
         r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"get_weather","arguments":{"ref":"e1"}}}"#,
         r#"{"jsonrpc":"2.0","id":10,"method":"resources/list"}"#,
-        r#"[{"jsonrpc":"2.0","id":11,"method":"ping"}]"#,
     ];
     for l in client_lines {
         assert_eq!(
@@ -72,7 +73,6 @@ fn what_it_does_not_act_on_passes_byte_for_byte() {
         r#"{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{}}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
         r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"[ref=e1] sunny"}]}}"#,
-        "not json from the server",
     ];
     for l in server_lines {
         assert_eq!(
