@@ -178,6 +178,14 @@ pub(crate) fn plainly_disagrees(description: &str, name: &str) -> bool {
     !shared
 }
 
+/// True when `description` and the element named `name` plainly agree: both have content
+/// words, and one of them is in the other. An element without a name agrees with nothing.
+pub(crate) fn plainly_agrees(description: &str, name: &str) -> bool {
+    !content_words(description).is_empty()
+        && !content_words(name).is_empty()
+        && !plainly_disagrees(description, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -259,7 +259,9 @@ fn check_ref(
 
 /// SPEC 5, "The description must fit the ref": a live ref whose element plainly is not
 /// what the call says it acts on. A ref that named what the call describes on an older page
-/// is left to `check_ref`, which says where it came from.
+/// is left to `check_ref`, which says where it came from. An older element without a name
+/// describes nothing: were it counted, a ref that named a paragraph or a container on any
+/// earlier page (refs restart on every document up to 0.0.68) would escape this rule.
 fn wrong_element(session: &Tracker, id: &str, said: &str, snapshot_tool: &str) -> Option<Verdict> {
     let now = session.page().refs.get(id)?;
     if !crate::description::plainly_disagrees(said, &now.name) {
@@ -269,7 +271,7 @@ fn wrong_element(session: &Tracker, id: &str, said: &str, snapshot_tool: &str) -
         .history()
         .iter()
         .filter_map(|s| s.refs.get(id))
-        .any(|then| then != now && !crate::description::plainly_disagrees(said, &then.name));
+        .any(|then| then != now && crate::description::plainly_agrees(said, &then.name));
     if described_before {
         return None;
     }

@@ -119,7 +119,7 @@ struct Block<'a> {
     content: Option<&'a RawValue>,
     #[serde(borrow)]
     is_error: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "super::strings::lossy_text")]
     text: Option<Cow<'a, str>>,
     cache_control: Option<IgnoredAny>,
 }

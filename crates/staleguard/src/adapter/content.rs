@@ -64,7 +64,7 @@ pub(super) struct Content<'a> {
 struct Part<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "super::strings::lossy_text")]
     text: Option<Cow<'a, str>>,
     #[serde(borrow)]
     cache_control: Option<&'a RawValue>,

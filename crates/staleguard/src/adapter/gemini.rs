@@ -64,7 +64,7 @@ struct Content<'a> {
 /// A part, with the fields that tell its kind. The REST API takes snake_case names too.
 #[derive(Deserialize)]
 struct Part<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "super::strings::lossy_text")]
     text: Option<Cow<'a, str>>,
     /// A thought summary is the model's, not the conversation's text.
     thought: Option<&'a RawValue>,

@@ -32,17 +32,20 @@ pub(crate) fn string_of(raw: &serde_json::value::RawValue) -> Option<std::borrow
 /// character) goes to serde_json, so both always agree.
 #[cfg(test)]
 pub(crate) fn decode_string(json: &str) -> Option<std::borrow::Cow<'_, str>> {
-    let inner = json.strip_prefix('"').and_then(|j| j.strip_suffix('"'));
-    // Only a string without raw control characters or bare quotes inside is one literal.
-    match inner {
-        Some(inner) if !inner.bytes().any(|b| b < 0x20 || b == b'"') => decode_valid(json),
-        _ if json.starts_with('"') => serde_json::from_str(json).ok(),
-        _ => None,
-    }
+    // serde_json validates the literal as it validates a body; lone surrogates pass.
+    let raw: &serde_json::value::RawValue = serde_json::from_str(json).ok()?;
+    string_of(raw)
 }
 
 /// `decode_string` of a literal that serde_json has already validated (a `RawValue`):
 /// no raw control characters and no bare quotes inside, every escape well formed.
+///
+/// A `\u` escape of a lone UTF-16 surrogate (`\ud800` alone, or a low one first) decodes to
+/// U+FFFD, as `String::from_utf16_lossy` and a browser's `TextEncoder` read it. serde_json
+/// refuses such a string, and JSON allows it: a page puts one in its text with one line of
+/// JavaScript, and Playwright MCP passes it on as that escape. Refused, the whole result
+/// would be unreadable, so the page would be no observation: never collapsed while old, and
+/// not the live page while newest (the guard would check calls against the page before it).
 ///
 /// Copies eight bytes at a time between escapes, into a buffer as long as the literal
 /// (decoding never lengthens it): escapes come every 17 bytes or so, and a copy per stretch
@@ -73,7 +76,7 @@ fn decode_valid(json: &str) -> Option<std::borrow::Cow<'_, str>> {
 }
 
 /// The escape at `bytes[at]` (a backslash): its character and the bytes it took; `None`
-/// for what serde_json should decide (a lone surrogate, an unknown escape).
+/// for what serde_json should decide (an unknown escape, bad hex).
 fn escape_at(bytes: &[u8], at: usize) -> Option<(char, usize)> {
     let c = match bytes.get(at + 1)? {
         b'n' => '\n',
@@ -141,7 +144,8 @@ fn find_backslash(b: &[u8], from: usize) -> Option<usize> {
 }
 
 /// `\uXXXX`, or a surrogate pair `\uD83D\uDE00`, at the start of `b`: the character and
-/// the bytes it took. `None` for a lone surrogate or bad hex (serde_json decides those).
+/// the bytes it took; a lone surrogate is U+FFFD and takes its six bytes ([`decode_valid`]).
+/// `None` for bad hex (serde_json decides that).
 fn unicode_escape(b: &[u8]) -> Option<(char, usize)> {
     let hex = |at: usize| -> Option<u32> {
         let digits = std::str::from_utf8(b.get(at..at + 4)?).ok()?;
@@ -154,15 +158,36 @@ fn unicode_escape(b: &[u8]) -> Option<(char, usize)> {
     if !(0xD800..0xE000).contains(&high) {
         return Some((char::from_u32(high)?, 6));
     }
-    if high >= 0xDC00 || b.get(6..8)? != b"\\u" {
-        return None;
-    }
-    let low = hex(8)?;
-    if !(0xDC00..0xE000).contains(&low) {
-        return None;
-    }
+    let low = match b.get(6..8) {
+        Some(b"\\u") if high < 0xDC00 => hex(8).filter(|low| (0xDC00..0xE000).contains(low)),
+        _ => None,
+    };
+    let Some(low) = low else {
+        return Some((char::REPLACEMENT_CHARACTER, 6));
+    };
     let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
     Some((char::from_u32(c)?, 12))
+}
+
+/// An optional JSON string field, decoded as [`string_of`] decodes it (a lone surrogate as
+/// U+FFFD, where serde_json would refuse the whole object), for
+/// `#[serde(default, borrow, deserialize_with = "lossy_text")]` on the fields that carry
+/// page or conversation text. Any other value than a string or `null` is an error, as it is
+/// for a `Cow<str>` field.
+pub(crate) fn lossy_text<'de: 'a, 'a, D>(
+    deserializer: D,
+) -> Result<Option<std::borrow::Cow<'a, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let raw: Option<&'de serde_json::value::RawValue> =
+        serde::Deserialize::deserialize(deserializer)?;
+    match raw {
+        None => Ok(None),
+        Some(raw) => string_of(raw)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom("expected a string")),
+    }
 }
 
 /// Arguments as JSON text: decoded when a string, the raw JSON otherwise.
@@ -193,7 +218,7 @@ pub(crate) fn looks_anthropic(content: &serde_json::value::RawValue) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_string, find_backslash};
+    use super::{decode_string, find_backslash, string_of};
 
     proptest::proptest! {
         /// The word-at-a-time search finds the first backslash from any start, as a byte
@@ -222,7 +247,8 @@ mod tests {
         }
 
         /// Escapes written by other encoders (`\\u` for anything, `\\/`), broken ones too,
-        /// between stretches shorter and longer than the decoder's eight-byte words.
+        /// between stretches shorter and longer than the decoder's eight-byte words. A lone
+        /// surrogate reads as U+FFFD, where serde_json refuses the string.
         #[test]
         fn escapes_decode_as_serde_does(parts in proptest::collection::vec(proptest::prop_oneof![
             "[a-z é😀]{0,20}",
@@ -240,7 +266,61 @@ mod tests {
         ], 0..12)) {
             let json = format!("\"{}\"", parts.concat());
             let serde: Option<std::borrow::Cow<'_, str>> = serde_json::from_str(&json).ok();
-            proptest::prop_assert_eq!(decode_string(&json), serde);
+            let expected = serde.map(|s| s.into_owned()).or_else(|| utf16_lossy(&json));
+            proptest::prop_assert_eq!(decode_string(&json).map(|s| s.into_owned()), expected);
+        }
+    }
+
+    /// A JSON string literal read as UTF-16 code units, then as `String::from_utf16_lossy`
+    /// reads them: what a lone surrogate escape means. `None` for no literal (a broken
+    /// escape, a bare quote or control character inside).
+    fn utf16_lossy(json: &str) -> Option<String> {
+        let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+        let mut units: Vec<u16> = Vec::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c == '"' || c < ' ' {
+                return None;
+            }
+            if c != '\\' {
+                units.extend(c.encode_utf16(&mut [0; 2]).iter());
+                continue;
+            }
+            let unit = match chars.next()? {
+                'n' => 0x0a,
+                't' => 0x09,
+                'r' => 0x0d,
+                'b' => 0x08,
+                'f' => 0x0c,
+                c @ ('"' | '\\' | '/') => c as u16,
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    (hex.len() == 4 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .then(|| u16::from_str_radix(&hex, 16).ok())??
+                }
+                _ => return None,
+            };
+            units.push(unit);
+        }
+        Some(String::from_utf16_lossy(&units))
+    }
+
+    /// A page's lone surrogates (`\ud800`, a low one first, a high one before a non-low
+    /// escape) read as U+FFFD; a pair still reads as its character.
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters() {
+        let cases = [
+            ("\"high \\ud800 surrogate\"", "high \u{fffd} surrogate"),
+            ("\"low \\udc00\"", "low \u{fffd}"),
+            ("\"\\udc00\\ud83d reversed\"", "\u{fffd}\u{fffd} reversed"),
+            ("\"\\ud83d\\u0041\"", "\u{fffd}A"),
+            ("\"end \\ud83d\"", "end \u{fffd}"),
+            ("\"pair \\ud83d\\ude00\"", "pair \u{1f600}"),
+        ];
+        for (json, want) in cases {
+            assert_eq!(decode_string(json).as_deref(), Some(want), "{json}");
+            let raw: &serde_json::value::RawValue = serde_json::from_str(json).expect("raw");
+            assert_eq!(string_of(raw).as_deref(), Some(want), "{json}");
         }
     }
 
