@@ -551,4 +551,25 @@ mod tests {
         assert!(matches!(&got[2], Item::Text { role: Role::Assistant, text } if text == "ok"));
         assert_eq!(got[3..], [Item::Other, Item::Other]);
     }
+
+    /// Found by the `gemini_body` fuzz target: a session whose system text lists the guard's
+    /// `browser_history` (Claude Code's deferred tools) let a collapse wait as an OpenAI Chat
+    /// body, and not as a Gemini body, whose system text is `systemInstruction`.
+    #[test]
+    fn a_system_instruction_that_lists_the_history_tool_offers_it() {
+        let body = |system: &str| {
+            let system = serde_json::to_string(system).expect("JSON string");
+            format!(
+                r#"{{"systemInstruction":{{"parts":[{{"text":{system}}}]}},"contents":[{{"role":"user","parts":[{{"text":"hi"}}]}}]}}"#
+            )
+        };
+        let listed = body(
+            "Deferred tools:\nmcp__playwright__browser_click\nmcp__playwright__browser_history",
+        );
+        assert!(read(&listed).expect("reads").hints.offers_history);
+        let wrapped = format!(r#"{{"model":"m","project":"p","request":{listed}}}"#);
+        assert!(read(&wrapped).expect("reads").hints.offers_history);
+        let named = body("Use browser_history to read old pages.");
+        assert!(!read(&named).expect("reads").hints.offers_history);
+    }
 }

@@ -65,9 +65,9 @@ pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
 }
 
 /// The top-level `tools` (or Chat Completions' legacy `functions`, Gemini Code Assist's
-/// `request.tools`) name the history tool, or the Responses `instructions` list it. Read apart
-/// from the envelope, so that a body that gives a key twice is read as it always was, and only
-/// when the body holds the name at all.
+/// `request.tools`) name the history tool, or the Responses `instructions` or Gemini's
+/// `systemInstruction` list it. Read apart from the envelope, so that a body that gives a key
+/// twice is read as it always was, and only when the body holds the name at all.
 pub(super) fn in_body(body: &str) -> bool {
     #[derive(Deserialize)]
     struct Declares<'a> {
@@ -77,6 +77,8 @@ pub(super) fn in_body(body: &str) -> bool {
         functions: Option<&'a RawValue>,
         #[serde(borrow)]
         instructions: Option<&'a RawValue>,
+        #[serde(rename = "systemInstruction", alias = "system_instruction", borrow)]
+        system_instruction: Option<&'a RawValue>,
         #[serde(borrow)]
         request: Option<&'a RawValue>,
     }
@@ -85,9 +87,27 @@ pub(super) fn in_body(body: &str) -> bool {
             return false;
         };
         let wrapped = || depth == 0 && d.request.is_some_and(|r| declares(r.get(), 1));
-        in_tools(d.tools) || in_tools(d.functions) || in_system(d.instructions) || wrapped()
+        in_tools(d.tools)
+            || in_tools(d.functions)
+            || in_system(d.instructions)
+            || in_content(d.system_instruction)
+            || wrapped()
     }
     body.contains(HISTORY_TOOL) && declares(body, 0)
+}
+
+/// A Gemini content (`{"parts": [{"text": ...}]}`, or a plain string) lists the history tool:
+/// Gemini's system text.
+fn in_content(raw: Option<&RawValue>) -> bool {
+    #[derive(Deserialize)]
+    struct Content<'a> {
+        #[serde(borrow)]
+        parts: Option<&'a RawValue>,
+    }
+    match raw.map(|r| serde_json::from_str::<Content<'_>>(r.get())) {
+        Some(Ok(content)) => in_system(content.parts),
+        _ => in_system(raw),
+    }
 }
 
 /// A system prompt (a string, or blocks with `text`) lists the history tool.
@@ -160,6 +180,11 @@ mod tests {
             r#"{"input":[],"instructions":"Deferred tools:\nmcp__pw__browser_history"}"#,
             r#"{"input":[],"tools":[{"type":"namespace","name":"mcp__pw","tools":[{"type":"function","name":"browser_history"}]}]}"#,
             r#"{"model":"m","request":{"contents":[],"tools":[{"functionDeclarations":[{"name":"mcp_pw_browser_history"}]}]}}"#,
+            // Gemini's system text lists it as other agents' system texts do (found by the
+            // `gemini_body` fuzz target: the same session as a Chat body waited, as Gemini not).
+            r#"{"contents":[],"systemInstruction":{"parts":[{"text":"Deferred tools:\nmcp__pw__browser_history"}]}}"#,
+            r#"{"contents":[],"system_instruction":{"parts":[{"text":"x"},{"text":"- browser_history"}]}}"#,
+            r#"{"model":"m","request":{"contents":[],"systemInstruction":"browser_history"}}"#,
         ];
         for body in offered {
             assert!(in_body(body), "{body}");
@@ -170,6 +195,8 @@ mod tests {
             // A key given twice is no declaration, and no error either.
             r#"{"tools":[{"name":"browser_history"}],"tools":[]}"#,
             r#"{"messages":[],"tools":[{"name":"browser_click"}]}"#,
+            r#"{"contents":[],"systemInstruction":{"parts":[{"text":"Use browser_history to read old pages."}]}}"#,
+            r#"{"contents":[],"systemInstruction":{"role":"user","text":"browser_history"}}"#,
         ];
         for body in not {
             assert!(!in_body(body), "{body}");
