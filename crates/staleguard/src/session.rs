@@ -181,6 +181,11 @@ pub struct Session<'t> {
     /// Results that name a call ID no call before them has: a request read from a
     /// checkpoint on cannot tell whether their calls were browser calls.
     pub(crate) unpaired: usize,
+    /// A request read from a checkpoint on: what the results before the first one read
+    /// showed, as far as where the model began reading a page goes (the URL the last of them
+    /// that shows one shows, and the transcript item of the first result of the run of results
+    /// that showed it); `None` for a whole read. See `evidence::read_before`.
+    pub(crate) before: Option<(Arc<str>, usize)>,
 }
 
 impl<'t> Session<'t> {
@@ -216,6 +221,7 @@ impl<'t> Session<'t> {
             steps: Vec::new(),
             calls: Vec::new(),
             unpaired: 0,
+            before: None,
         };
         let mut links = Links::default();
         for (item, entry) in transcript.items.iter().enumerate() {

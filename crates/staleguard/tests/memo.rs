@@ -430,3 +430,80 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
         worst
     );
 }
+
+/// Found by the `resume` fuzz target. A page's quotes are weighed by what the model wrote
+/// from where it began reading the page: the first of the results right before it that
+/// showed the same URL. A checkpoint cut at the page was read again from the page's own
+/// call on only, so the next turn, resumed from it, left out the model's words before that
+/// call (here "Details A-04", which no user word names) and dropped the quotes they chose:
+/// it answered differently with the memo than without.
+#[test]
+fn a_resumed_turn_weighs_a_page_by_what_the_model_wrote_since_it_first_read_its_url() {
+    let page = |rows: &[&str], status: &str| {
+        let mut tree = String::from("- generic [ref=e1]:\n  - heading \"Warehouse stock\" [level=1] [ref=e2]\n  - button \"Refresh list\" [ref=e3]\n  - list [ref=e4]:\n");
+        for (i, row) in rows.iter().enumerate() {
+            let bin = row.split(' ').next().unwrap_or("");
+            tree += &format!("    - listitem [ref=e{}]:\n      - text: {row}\n      - button \"Details {bin}\" [ref=e{}]\n", 10 + 2 * i, 11 + 2 * i);
+        }
+        if !status.is_empty() {
+            tree += &format!("  - status [ref=e9]: \"{status}\"\n");
+        }
+        format!("### Page\n- Page URL: http://127.0.0.1:8431/rerender/list.html\n- Page Title: Warehouse stock\n### Snapshot\n```yaml\n{tree}```")
+    };
+    let first = ["A-01 Hex bolt M6", "A-04 Washer 6 mm", "B-01 Hinge 40 mm"];
+    let details = page(&first, "Bin A-04: Washer 6 mm, 430 in stock.");
+    let refreshed = page(&["B-02 Hinge 60 mm", "C-01 Rivet 4 mm"], "");
+    let call = |id: &str, name: &str, args: &str| {
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": name, "arguments": args}}]})
+    };
+    let result = |id: &str, text: &str| serde_json::json!({"role": "tool", "tool_call_id": id, "content": text});
+    let body = serde_json::json!({"model": "m", "messages": [
+        {"role": "user", "content": "Look through the warehouse list for me."},
+        call("c1", "browser_navigate", r#"{"url":"http://127.0.0.1:8431/rerender/list.html"}"#),
+        result("c1", &page(&first, "")),
+        call("c2", "browser_click", r#"{"element":"Details A-04 button","ref":"e13"}"#),
+        result("c2", &details),
+        call("c3", "browser_click", r#"{"element":"Refresh list button","ref":"e3"}"#),
+        result("c3", &refreshed),
+    ]})
+    .to_string();
+    let config = on();
+    let memo = Memo::default();
+    let mut resumed = 0;
+    for (turn, request) in turns(&body).iter().enumerate() {
+        let off = project(
+            request,
+            RequestFormat::OpenAiChat,
+            &config,
+            Options::default(),
+        );
+        let off = off.expect("projects");
+        let options = Options {
+            memo: Some(&memo),
+            ..Options::default()
+        };
+        let with = project(request, RequestFormat::OpenAiChat, &config, options);
+        let with = with.expect("projects");
+        same(&off, &with, &format!("turn {turn}"));
+        resumed += usize::from(with.resumed);
+    }
+    let last = project(
+        &body,
+        RequestFormat::OpenAiChat,
+        &config,
+        Options::default(),
+    );
+    let quotes: Vec<String> = last
+        .expect("projects")
+        .evidence
+        .retained
+        .into_iter()
+        .map(|q| q.quote)
+        .collect();
+    assert!(
+        quotes.iter().any(|q| q.contains("A-04")),
+        "the model's words chose no quote: {quotes:?}"
+    );
+    assert!(resumed > 0, "no turn resumed");
+}

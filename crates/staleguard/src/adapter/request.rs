@@ -266,6 +266,18 @@ impl<'a> WireRequest<'a> {
         request
     }
 
+    /// Puts back the model's text or a call's arguments at transcript item `item`, before
+    /// the resume point of a request read from a checkpoint on (where the read left
+    /// `Other`), as the assistant's text: what the analyses weigh words by, and nothing more.
+    pub(crate) fn restore_model_text(&mut self, item: usize, text: &str) {
+        if let Some(slot @ Item::Other) = self.transcript.items.get_mut(item) {
+            *slot = Item::Text {
+                role: crate::transcript::Role::Assistant,
+                text: std::borrow::Cow::Owned(text.to_string()),
+            };
+        }
+    }
+
     /// Lets later bodies resume a read of `format` (the body is an object).
     pub(crate) fn resumable(&mut self, format: RequestFormat) {
         if super::lenient::is_object(self.body) {

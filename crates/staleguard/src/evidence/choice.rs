@@ -10,6 +10,7 @@
 //! bytes again, and the provider reads them from its prompt cache.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::memo::{table_bytes, Memo, Share};
 use crate::projection::{Plan, Status};
@@ -738,26 +739,51 @@ pub(crate) fn choose_for_page<'t>(
 }
 
 /// Where the model began reading the page of step `at`: the first of the results right
-/// before it that showed the same URL. Its text was read there first, so what the model
-/// wrote since may repeat it, though a later snapshot of the page was the one to collapse.
+/// before it that showed the same URL (results that show none between them aside). Its text
+/// was read there first, so what the model wrote since may repeat it, though a later snapshot
+/// of the page was the one to collapse.
 fn read_from(session: &Session<'_>, at: usize) -> usize {
-    let steps = &session.steps;
-    let url = |i: usize| {
-        let header = steps.get(i)?.reading.header.as_ref()?;
-        header.url.as_deref()
-    };
-    let Some(page) = url(at) else {
-        return steps.get(at).map_or(0, |s| s.item);
-    };
-    let mut first = at;
+    match url_of(session, at) {
+        Some(page) => run_start(session, at, page),
+        None => session.steps.get(at).map_or(0, |s| s.item),
+    }
+}
+
+fn url_of<'s>(session: &'s Session<'_>, at: usize) -> Option<&'s str> {
+    let header = session.steps.get(at)?.reading.header.as_ref()?;
+    header.url.as_deref()
+}
+
+/// The transcript item of the first result of the run of results up to step `at` that
+/// showed `page`: before the first step of a request read from a checkpoint on, as the
+/// session's `before` says.
+fn run_start(session: &Session<'_>, at: usize, page: &str) -> usize {
+    let mut first = session.steps.get(at).map_or(0, |s| s.item);
     for i in (0..at).rev() {
-        match url(i) {
-            Some(u) if u == page => first = i,
-            Some(_) => break,
+        match url_of(session, i) {
+            Some(u) if u == page => first = session.steps[i].item,
+            Some(_) => return first,
             None => {}
         }
     }
-    steps.get(first).map_or(0, |s| s.item)
+    match &session.before {
+        Some((url, item)) if **url == *page => *item,
+        _ => first,
+    }
+}
+
+/// What a read that starts at transcript item `at` (a checkpoint's resume point) must know
+/// of the results before it, so that [`read_from`] answers there as it does on the whole
+/// request: the URL the last of them that shows one shows, and the item where the model
+/// began reading it. The words the model wrote from that item on weigh the quotes of a page
+/// read from `at` on that shows the same URL.
+pub(crate) fn read_before(session: &Session<'_>, at: usize) -> Option<(Arc<str>, usize)> {
+    let end = session.steps.partition_point(|s| s.item < at);
+    let last = (0..end).rev().find_map(|i| Some((i, url_of(session, i)?)));
+    match last {
+        Some((i, url)) => Some((Arc::from(url), run_start(session, i, url))),
+        None => session.before.clone(),
+    }
 }
 
 /// A collapsed page: its step, the step that superseded it, and that step's transcript item.

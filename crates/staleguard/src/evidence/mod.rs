@@ -14,7 +14,7 @@ mod report;
 mod writing;
 
 pub(crate) use candidates::{gather, target, word_hashes};
-pub(crate) use choice::{choose_from, select, Choice};
+pub(crate) use choice::{choose_from, read_before, select, Choice};
 pub(crate) use ranking::{bm25, model_hash, model_words, ranked, section_of, Words};
 pub(crate) use report::Limits;
 pub use report::{DropReason, EvidenceItem, EvidenceReport, Quote};

@@ -137,6 +137,12 @@ pub(crate) struct Checkpoint {
     pub chosen_until: usize,
     /// The progress tracker after every call and result before `resume.item`.
     pub tracker: Option<Tracker>,
+    /// What the results before `resume.item` showed, as far as where the model began reading
+    /// a page goes (`evidence::read_before`), and the model's texts and calls' arguments from
+    /// there to `resume.item`, by transcript item: the tail's session and transcript get them
+    /// back.
+    pub before: Option<(Arc<str>, usize)>,
+    pub model_before: Vec<(usize, Box<str>)>,
 }
 
 impl Checkpoint {
@@ -169,6 +175,8 @@ impl Checkpoint {
             choice: None,
             chosen_until: 0,
             tracker: None,
+            before: None,
+            model_before: Vec::new(),
         }
     }
 
@@ -215,7 +223,11 @@ impl Checkpoint {
             + edits
             + quotes
             + self.choice.as_ref().map_or(0, Choice::heap_bytes)
-            + self.tracker.as_ref().map_or(0, Tracker::heap_bytes);
+            + self.tracker.as_ref().map_or(0, Tracker::heap_bytes)
+            + self.before.as_ref().map_or(0, |(url, _)| url.len() + 32)
+            + (self.model_before.iter())
+                .map(|(_, t)| t.len() + 32)
+                .sum::<usize>();
         // The allocator's own headers, and room for what the estimate leaves out: a test
         // holds every recorded session's checkpoints to it.
         held * 5 / 4 + 1024

@@ -8,11 +8,17 @@
 //!   transcript up to `o` alone);
 //! - reading resumes at the message of `o`'s call, so that `o` itself, whose quotes the next
 //!   observation decides, is read again; the progress tracker is kept before that message;
+//! - a page's quotes weigh what the model wrote from where it began reading the page, which
+//!   may be before the resume point (results showing the same URL before it): the checkpoint
+//!   keeps what those results showed and the model's words since, and the tail's transcript
+//!   and session get them back (`evidence::read_before`);
 //! - the bytes before `o`'s message must be the same (a hash), and the items of `o`'s
 //!   message up to `o` too (a hash of what the analyses read of them).
 //!
 //! Whatever the new messages would change before the resume point makes the request go
 //! the whole way: see `run.rs`.
+
+use std::sync::Arc;
 
 use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
 use crate::body::Body;
@@ -37,6 +43,11 @@ pub(crate) struct Cut {
     hashed: ResumeAt,
     /// What the analyses read of the items of `o`'s message up to `o`.
     items: u128,
+    /// What the results before `resume` showed, as far as where the model began reading a
+    /// page goes (`evidence::read_before`), and what the model wrote and did from there up
+    /// to `resume`: a page read from `resume` on weighs its quotes by those words too.
+    before: Option<(Arc<str>, usize)>,
+    model_before: Vec<(usize, Box<str>)>,
 }
 
 impl Cut {
@@ -69,17 +80,47 @@ impl Cut {
                 Some(lowest) if lowest < resume.item => call = lowest,
                 _ => {
                     let items = items_hash(transcript, hashed.item..o.item + 1);
+                    let before = crate::evidence::read_before(session, resume.item);
+                    let from = before.as_ref().map_or(resume.item, |(_, item)| *item);
+                    let model_before = model_texts(transcript, from..resume.item);
                     return Some(Cut {
                         resume,
                         frozen: o.item,
                         hashed,
                         items,
+                        before,
+                        model_before,
                     });
                 }
             }
         }
         None
     }
+}
+
+/// The model's texts and calls' arguments among `items` of `transcript` (what
+/// `evidence::model_words` reads), after the first, with their items.
+fn model_texts(
+    transcript: &Transcript<'_>,
+    items: std::ops::Range<usize>,
+) -> Vec<(usize, Box<str>)> {
+    let from = items.start + 1;
+    let window = transcript
+        .items
+        .get(from..items.end.max(from))
+        .unwrap_or_default();
+    window
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| match item {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => Some((from + i, Box::from(text.as_ref()))),
+            Item::Call(call) => Some((from + i, Box::from(call.arguments.as_ref()))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What the analyses read of `items` of `transcript`, hashed: every field of every item.
@@ -209,6 +250,8 @@ fn checkpoint_at(
     kept.hashed_item = cut.hashed.item;
     kept.chosen_until = cut.frozen;
     kept.tracker = parts.tracker;
+    kept.before = cut.before;
+    kept.model_before = cut.model_before;
     let report = parts.report;
     kept.results = base.map_or_else(Default::default, |b| b.results.clone());
     kept.results.push(

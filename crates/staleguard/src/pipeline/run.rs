@@ -82,7 +82,8 @@ pub(crate) fn run(
         memo: run.memo,
         depth: stages::depth(run.config, run.options.verdicts),
     };
-    let session = Session::read(request.transcript(), run.tools, reader);
+    let mut session = Session::read(request.transcript(), run.tools, reader);
+    session.before = start.base().and_then(|base| base.before.clone());
     // A resumed run's notice was written before the resume point if anything collapsed there.
     let notice_written = start
         .base()
@@ -190,7 +191,13 @@ fn read<'b>(
         Start::Fresh => read_request(body, format).map(Some),
         Start::From(base) => {
             let request = read_request_from(body, format, &base.resume.moved_to_start());
-            Ok(request.map(|r| (r, format, "given")))
+            Ok(request.map(|mut r| {
+                // What the model wrote before the resume point weighs the tail's quotes.
+                for (item, text) in &base.model_before {
+                    r.restore_model_text(*item, text);
+                }
+                (r, format, "given")
+            }))
         }
     }
 }
