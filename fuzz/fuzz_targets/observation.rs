@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use staleguard::internal::refs::{has_ref_token, neutralise};
 use staleguard::internal::observation::{self, FORMATS};
+use staleguard::internal::refs::{has_ref_token, neutralise};
 
 fuzz_target!(|text: &str| {
     for format in FORMATS {
@@ -21,5 +21,8 @@ fuzz_target!(|text: &str| {
     archive.record(text, 1);
     let _ = archive.list(1);
     let out = neutralise(text);
-    assert!(!has_ref_token(&out), "neutralised text keeps a ref: {out:?}");
+    assert!(
+        !has_ref_token(&out),
+        "neutralised text keeps a ref: {out:?}"
+    );
 });

@@ -21,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
         RequestFormat::Responses,
         RequestFormat::Gemini,
     ] {
-        if let Ok(projected) = staleguard::project(body, format, &config, staleguard::Options::default()) {
+        if let Ok(projected) =
+            staleguard::project(body, format, &config, staleguard::Options::default())
+        {
             assert!(is_json(&projected.body), "projection wrote invalid JSON");
         }
     }
