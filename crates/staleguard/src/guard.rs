@@ -183,6 +183,9 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
     let described = Described::of(arguments);
     let mut notes = Vec::new();
     for id in &refs {
+        if session.page().refs.named_twice(id) {
+            return refuse(Refusal::ReusedRef, &texts::named_twice(id));
+        }
         if let Some(said) = described.of_ref(id) {
             if let Some(verdict) = wrong_element(session, id, said, snapshot_tool) {
                 return verdict;

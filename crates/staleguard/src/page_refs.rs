@@ -71,6 +71,10 @@ impl Layer {
 struct Index {
     hasher: ahash::RandomState,
     table: HashTable<(u32, u32)>,
+    /// Refs one tree names twice as different elements. A server that prints names
+    /// unescaped (Chrome DevTools MCP keeps a `<pre>`'s line breaks) lets page text print a
+    /// line that reads as a node: a forged line that reuses a real ref names it twice.
+    twice: HashSet<CompactString>,
 }
 
 impl PageRefs {
@@ -119,6 +123,12 @@ impl PageRefs {
         self.find(id).is_some()
     }
 
+    /// Whether one tree of the page names ref `id` as two different elements: which of them
+    /// is the page's, its text cannot tell.
+    pub(crate) fn named_twice(&self, id: &str) -> bool {
+        !self.0.layers.is_empty() && self.index().twice.contains(id)
+    }
+
     /// Whether the page offers no ref.
     pub fn is_empty(&self) -> bool {
         self.0.layers.is_empty() || self.index().table.is_empty()
@@ -163,6 +173,7 @@ impl Index {
         let hasher = ahash::RandomState::new();
         let capacity = layers.first().map_or(0, |l| l.refs().len());
         let mut table = HashTable::with_capacity(capacity);
+        let mut twice = HashSet::new();
         let id_at = |&(l, at): &(u32, u32)| layers.get(l as usize).map_or("", |l| l.id(at));
         for (l, layer) in (0u32..).zip(layers) {
             for (at, r) in (0u32..).zip(layer.refs()) {
@@ -176,7 +187,17 @@ impl Index {
                 match entry {
                     // `ref=e4 [unchanged]` names no role: it keeps what the base page said.
                     Entry::Occupied(_) if r.role.get(&layer.text).is_empty() => {}
-                    Entry::Occupied(mut o) => *o.get_mut() = (l, at),
+                    Entry::Occupied(mut o) => {
+                        let (was_layer, was_at) = *o.get();
+                        let differs = || {
+                            layer.element(was_at).map(|(_, e)| e)
+                                != layer.element(at).map(|(_, e)| e)
+                        };
+                        if was_layer == l && differs() {
+                            twice.insert(CompactString::from(id));
+                        }
+                        *o.get_mut() = (l, at);
+                    }
                     Entry::Vacant(v) => {
                         v.insert((l, at));
                     }
@@ -188,7 +209,11 @@ impl Index {
                 table.retain(|e| present.contains(&ref_hash(id_at(e))));
             }
         }
-        Index { hasher, table }
+        Index {
+            hasher,
+            table,
+            twice,
+        }
     }
 }
 
