@@ -6,8 +6,9 @@
 //! cargo bench -p staleguard-proxy --bench nagle [-- --requests 200]
 //! ```
 //!
-//! Before `TCP_NODELAY` and quick ACKs on the proxy's sockets, each request through the
-//! proxy waited for a delayed ACK (about 40 ms on Linux); see BENCHMARKS.md.
+//! Before `TCP_NODELAY` on the proxy's sockets (and, for an upstream with Nagle on, quick ACKs on
+//! the route to it: `deploy/README.md`), each request through the proxy waited for a delayed
+//! ACK (about 40 ms on Linux); see BENCHMARKS.md.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
