@@ -1,5 +1,5 @@
 //! Hostile pages (issue 31): sessions recorded through the real servers (Playwright MCP
-//! 0.0.41 and 0.0.83, Chrome DevTools MCP 1.11.0) over `../shared/site/pages/hostile`, pages
+//! 0.0.41 and 0.0.83, Chrome DevTools MCP 1.11.0) over `tests/site/hostile`, pages
 //! built to break a projection: text that imitates our receipts, notices, evidence blocks,
 //! fold markers and tool calls; refs in text and in accessible names; zero-width and bidi
 //! characters; every escape the snapshot writers use, lone surrogates included; a 1 MB line;
