@@ -343,6 +343,10 @@ pub struct Tracker {
     counting: bool,
     /// The page ID the newest call named, for the tree its result may carry.
     call_page: Option<String>,
+    /// A collapsed observation (our receipt: a projected request) was taken in since the
+    /// last full tree that named its page: the page it stood for is unknown, so no step is
+    /// counted as leaving it unchanged (SPEC 2, idempotence; SPEC 4).
+    past_receipt: bool,
 }
 
 impl Tracker {
@@ -590,12 +594,12 @@ impl Tracker {
             self.submissions.iter_mut().for_each(|s| s.confirmed = true);
         }
         let fingerprint = self.current;
-        self.count = if self.last == Some(fingerprint) {
+        self.count = if !self.past_receipt && self.last == Some(fingerprint) {
             self.count + 1
         } else {
             0
         };
-        self.last = Some(fingerprint);
+        self.last = (!self.past_receipt).then_some(fingerprint);
         let stalled = self.count >= self.max_repeats;
         self.progress.steps.push(Step {
             item: at,
@@ -649,6 +653,13 @@ impl Tracker {
             // The tree it would refine is gone: the page changed since.
             self.page.refs = PageRefs::default();
         }
+        if reading.collapsed {
+            // A receipt keeps neither the tree nor every field the page took from it: what
+            // follows cannot be compared with the page it stood for.
+            self.past_receipt = true;
+        } else if names_whole_page(reading, part) {
+            self.past_receipt = false;
+        }
         match self.page.apply(text, reading, !self.counting, part) {
             Applied::Part => self.took_tree(at, reading),
             Applied::Tree => {
@@ -674,6 +685,19 @@ impl Tracker {
             });
         }
     }
+}
+
+/// True when `reading` sets every part of the page's fingerprint itself (a full tree that
+/// names its URL and title), whatever the page was before it.
+fn names_whole_page(reading: &Reading, part: bool) -> bool {
+    reading.header.as_ref().is_some_and(|h| {
+        !part
+            && h.kind == TreeKind::Full
+            && h.is_observation()
+            && !h.lists_pages
+            && h.url.is_some()
+            && h.title.is_some()
+    })
 }
 
 /// The guidance that goes with a refused repeated submission.

@@ -398,3 +398,41 @@ fn reading_browser_history_is_no_browser_step() {
     );
     assert!(verdict.is_allowed(), "{verdict:?}");
 }
+
+/// Found by the `page_by_content` fuzz target: a page report, a navigation to another page,
+/// the first page reported again, then a find. The navigation collapses to a receipt, which
+/// names no tree; read as a step that left the page as it was, it made the projected request
+/// count four unchanged steps and stall, where the original counted one. Projecting the
+/// projected request must change nothing (SPEC 2), and progress depends on the observations
+/// alone (SPEC 4).
+#[test]
+fn a_receipt_makes_no_stall_when_projected_again() {
+    let report = "### Page\n- Page URL: http://127.0.0.1:8431/long/catalog.html\n- Page Title: Parts catalog\n### Snapshot\n- [Snapshot](.playwright-mcp/page-2026-12-02T10-42-27-865Z.yml)";
+    let links = "### Page state\n- Page URL: http://127.0.0.1:8431/tabs/links.html\n- Page Title: Links and new tabs\n- Page Snapshot:\n```yaml\n- heading \"Links and new tabs\" [level=1] [ref=e2]\n- link \"Home\" [ref=e3] [cursor=pointer]:\n  - /url: index.html\n```";
+    let find = "### Result\nFound 1 match for \"Hex bolt\":\n\n- row [ref=e14]:\n  - cell \"Hex bolt 100 mm\" [ref=e15]";
+    let steps = [
+        ("browser_click", report),
+        ("browser_navigate", links),
+        ("browser_click", report),
+        ("browser_find", find),
+    ];
+    let body = chat_session(&steps, "Which parts match?");
+    let p = project(&body);
+    check_invariants(&body, &p);
+    assert_eq!(p.report().collapsed(), 1, "the links page collapses");
+    assert_eq!(guidance_of(&p), None, "one unchanged step is no stall");
+
+    let again = project(&p.body);
+    assert_eq!(guidance_of(&again), None, "a receipt is no unchanged page");
+    assert_eq!(again.body, p.body, "idempotent");
+    let counts = |body: &str| -> Vec<u32> {
+        let progress = support::track(&transcript(body), &on());
+        progress.steps.iter().map(|s| s.no_progress).collect()
+    };
+    assert_eq!(counts(&body), [0, 0, 0, 1]);
+    assert_eq!(
+        counts(&p.body),
+        [0, 0, 0, 0],
+        "the page after a receipt is unknown"
+    );
+}
