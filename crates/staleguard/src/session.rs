@@ -242,7 +242,9 @@ impl<'t> Session<'t> {
                     let browser = is_browser(&c.name);
                     let text: &str = &result.text;
                     let by_content = !browser;
-                    if by_content && !(tools.carries_pages(&c.name) && may_be_page(text)) {
+                    let ours = by_content && crate::result_lines::is_collapsed(text);
+                    if by_content && !(tools.carries_pages(&c.name) && (ours || may_be_page(text)))
+                    {
                         continue;
                     }
                     let key = memo.key(text);
@@ -255,7 +257,9 @@ impl<'t> Session<'t> {
                             reading
                         }
                     };
-                    if by_content && !is_page_by_content(&reading) {
+                    // A page read back that a projection collapsed is still that step, so a
+                    // projected body projects to itself (SPEC 2): its receipt has no ref.
+                    if by_content && !(ours || is_page_by_content(&reading)) {
                         continue;
                     }
                     let args = if by_content || is_snapshot_tool(&c.name) {

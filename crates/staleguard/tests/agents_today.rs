@@ -289,6 +289,42 @@ fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
     assert!(collapsed_reads > 0);
 }
 
+/// SPEC 2, idempotence, on read-back pages (found by the `page_by_content` fuzz target): a
+/// read that collapsed is a receipt with no ref in it, and projecting the projected body
+/// again must still take it as that step; otherwise the newest page moves back one result
+/// and an Anthropic body gets a second breakpoint.
+#[test]
+fn a_projected_read_back_session_projects_to_itself() {
+    let mut checked = 0;
+    for scenario in scenarios() {
+        for reader in READERS {
+            for (format, build) in [
+                (
+                    RequestFormat::OpenAiChat,
+                    with_reads_chat as fn(&Path, Reader, bool) -> (String, Vec<Inserted>),
+                ),
+                (RequestFormat::Anthropic, with_reads_anthropic),
+            ] {
+                let what = format!("{} {reader:?} {format:?}", scenario.display());
+                let (body, _) = build(&scenario, reader, true);
+                let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let again = project_on(&p.body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let reads = |p: &staleguard::Projection| {
+                    let report = p.report();
+                    (report.results.iter())
+                        .filter(|r| &*r.tool == reader.tool())
+                        .map(|r| (r.call_id.clone(), r.status))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(reads(&again), reads(&p), "{what}: the same reads are steps");
+                assert_eq!(again.body, p.body, "{what}: idempotent");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0);
+}
+
 /// A ref seen only in an older read is refused; one in the newest read is allowed.
 fn check_guard(body: &str, format: RequestFormat, reads: &[Inserted], what: &str) {
     let engine = Engine::new(on());
