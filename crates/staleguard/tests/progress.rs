@@ -436,3 +436,65 @@ fn a_receipt_makes_no_stall_when_projected_again() {
         "the page after a receipt is unknown"
     );
 }
+
+/// Found by the `page_by_content` fuzz target: a stalled session whose newest browser
+/// result is an old snapshot file read again. That read collapses to a receipt, which
+/// replaces the result whole, so the guidance meant for it was never written; projected
+/// again, the receipt needs no rewrite and the guidance was appended after it. Nothing of
+/// ours rides on a collapsed result, on either pass (SPEC 2, idempotence).
+#[test]
+fn no_guidance_rides_on_a_collapsed_read_back() {
+    let navigate = "### Ran Playwright code\n```js\nawait page.goto('http://127.0.0.1:8431/rerender/coupon.html');\n```\n### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n- [Snapshot](.playwright-mcp/page-2026-11-30T08-09-26-584Z.yml)";
+    let snapshot = "### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n```yaml\n- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]\n```";
+    let typed = "### Ran Playwright code\n```js\nawait page.getByRole('textbox', { name: 'Coupon code' }).fill('SPRING25');\n```";
+    let read =
+        "- heading \"Apply a coupon\" [level=1] [ref=e2]\n- button \"Apply coupon\" [ref=e12]";
+    let older = r#"{"file_path":".playwright-mcp/page-2026-11-30T08-09-13-405Z.yml"}"#;
+    let steps = [
+        ("browser_navigate", "{}", navigate),
+        ("browser_snapshot", "{}", snapshot),
+        ("browser_type", "{}", typed),
+        ("browser_click", "{}", ""),
+        ("read", older, read),
+    ];
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Apply SPRING25."})];
+    for (i, (name, arguments, text)) in steps.iter().enumerate() {
+        let id = format!("call_{}", i + 1);
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
+        );
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": text}));
+    }
+    let body = serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string();
+    let counts = |body: &str| -> Vec<u32> {
+        let progress = support::steps(&transcript(body), &on());
+        progress.steps.iter().map(|s| s.no_progress).collect()
+    };
+    assert_eq!(counts(&body), [0, 0, 1, 2, 3], "stalled at the read");
+
+    let p = project(&body);
+    check_invariants(&body, &p);
+    let statuses: Vec<_> = p.report().results.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses.last(),
+        Some(&staleguard::Status::Collapsed),
+        "an old file read again"
+    );
+    assert!(
+        !p.body.contains(GUIDANCE_HEADER),
+        "no guidance on a receipt"
+    );
+
+    let again = project(&p.body);
+    assert!(
+        !again.body.contains(GUIDANCE_HEADER),
+        "none when projected again"
+    );
+    assert_eq!(again.body, p.body, "idempotent");
+    let (first, second) = (counts(&body), counts(&p.body));
+    assert!(
+        first.iter().zip(&second).all(|(a, b)| b <= a),
+        "no more unchanged steps projected: {first:?} {second:?}"
+    );
+}

@@ -367,16 +367,19 @@ impl<'t> PageChunks<'t> {
 /// at or after the live page state. With no live page state, only the newest browser result
 /// qualifies: text appended to an older one would move when the session goes on, and SPEC 9
 /// C1 freezes everything before the newest browser result. `None` when nothing qualifies,
-/// or when the target already carries a block (a projected request).
+/// when the target already carries a block (a projected request), or when it is collapsed
+/// (an old file read again after the live page): its receipt replaces it whole, so text
+/// appended to it would be lost on the first pass and written on the second, after the
+/// receipt that then needs no rewrite (SPEC 2, idempotence).
 pub(crate) fn target(session: &Session<'_>, plan: &Plan) -> Option<usize> {
     let live = plan.results.iter().any(|r| r.status == Status::Live);
     let mut newest_first = session.steps.iter().zip(&plan.results).rev();
-    let (step, _) = if live {
+    let (step, result) = if live {
         newest_first.find(|(_, r)| r.status != Status::Failed)?
     } else {
         newest_first
             .next()
             .filter(|(_, r)| r.status != Status::Failed)?
     };
-    (!step.appendix).then_some(step.item)
+    (!step.appendix && result.status != Status::Collapsed).then_some(step.item)
 }
