@@ -214,6 +214,8 @@ pub(crate) struct Tallied {
     idle: Duration,
     silence: Pin<Box<tokio::time::Sleep>>,
     done: bool,
+    /// An upstream error held back one poll: see `poll_next`.
+    failed: Option<std::io::Error>,
 }
 
 impl Tallied {
@@ -228,6 +230,7 @@ impl Tallied {
             idle,
             silence: Box::pin(tokio::time::sleep(idle)),
             done: false,
+            failed: None,
         }
     }
 }
@@ -237,6 +240,9 @@ impl Stream for Tallied {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if let Some(e) = this.failed.take() {
+            return Poll::Ready(Some(Err(e)));
+        }
         if this.done {
             return Poll::Ready(None);
         }
@@ -248,9 +254,14 @@ impl Stream for Tallied {
                 Poll::Ready(Some(Ok(chunk)))
             }
             Poll::Ready(Some(Err(e))) => {
+                // hyper aborts the client connection on a body error without flushing what
+                // it holds: an upstream that sends its last bytes and breaks off at once
+                // would lose them. One Pending first lets it flush them.
                 this.exchange.ended = "upstream_error";
                 this.done = true;
-                Poll::Ready(Some(Err(std::io::Error::other(e))))
+                this.failed = Some(std::io::Error::other(e));
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
             Poll::Ready(None) => {
                 if this.exchange.ended == "client_closed" {
