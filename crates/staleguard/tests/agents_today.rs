@@ -224,9 +224,10 @@ fn result_texts(body: &str) -> Vec<(String, String)> {
     out
 }
 
-#[test]
-fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
-    let (mut sessions, mut reads_seen, mut collapsed_reads) = (0, 0, 0);
+/// Every recorded scenario read back by every reader, in OpenAI Chat and Anthropic bodies cut
+/// after each read: what it is, the reader, the format, the body and its reads.
+fn read_back_cases() -> Vec<(String, Reader, RequestFormat, String, Vec<Inserted>)> {
+    let mut cases = Vec::new();
     for scenario in scenarios() {
         for reader in READERS {
             for (format, build) in [
@@ -238,52 +239,61 @@ fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
             ] {
                 let what = format!("{} {reader:?} {format:?}", scenario.display());
                 let (body, reads) = build(&scenario, reader, true);
-                assert!(reads.len() >= 2, "{what}: {} reads", reads.len());
-                let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
-                sessions += 1;
-                let report = p.report();
-                let of_reads: Vec<_> = report
-                    .results
-                    .iter()
-                    .filter(|r| &*r.tool == reader.tool())
-                    .collect();
-                assert_eq!(of_reads.len(), reads.len(), "{what}: every read is a page");
-                let (last, older) = of_reads.split_last().expect("reads");
-                assert_eq!(last.status, Status::Live, "{what}: the newest read is live");
-                let sent = result_texts(&body);
-                let got = result_texts(&p.body);
-                for (read, result) in reads.iter().zip(&of_reads) {
-                    let after = &got.iter().find(|(id, _)| *id == read.id).expect("result").1;
-                    let before = &sent
-                        .iter()
-                        .find(|(id, _)| *id == read.id)
-                        .expect("result")
-                        .1;
-                    reads_seen += 1;
-                    if std::ptr::eq(*result, *last) {
-                        // Guidance may follow it; its own bytes are sent as they were.
-                        assert!(
-                            after.starts_with(before.as_str()),
-                            "{what}: the newest read is sent as it was"
-                        );
-                        continue;
-                    }
-                    assert_eq!(result.status, Status::Collapsed, "{what}: {}", read.id);
-                    assert!(after.starts_with(RECEIPT_TAG), "{what}: {after}");
-                    assert!(!after.contains("[ref="), "{what}: a ref survives: {after}");
-                    assert!(
-                        after.contains("url=\"http://127.0.0.1:8431/"),
-                        "{what}: the receipt names the page: {after}"
-                    );
-                    collapsed_reads += 1;
-                }
-                assert!(
-                    older.iter().all(|r| r.status == Status::Collapsed),
-                    "{what}"
-                );
-                check_guard(&body, format, reads.as_slice(), &what);
+                cases.push((what, reader, format, body, reads));
             }
         }
+    }
+    cases
+}
+
+#[test]
+fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
+    let (mut sessions, mut reads_seen, mut collapsed_reads) = (0, 0, 0);
+    for (what, reader, format, body, reads) in read_back_cases() {
+        assert!(reads.len() >= 2, "{what}: {} reads", reads.len());
+        let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+        sessions += 1;
+        let report = p.report();
+        let of_reads: Vec<_> = report
+            .results
+            .iter()
+            .filter(|r| &*r.tool == reader.tool())
+            .collect();
+        assert_eq!(of_reads.len(), reads.len(), "{what}: every read is a page");
+        let (last, older) = of_reads.split_last().expect("reads");
+        assert_eq!(last.status, Status::Live, "{what}: the newest read is live");
+        let sent = result_texts(&body);
+        let got = result_texts(&p.body);
+        for (read, result) in reads.iter().zip(&of_reads) {
+            let after = &got.iter().find(|(id, _)| *id == read.id).expect("result").1;
+            let before = &sent
+                .iter()
+                .find(|(id, _)| *id == read.id)
+                .expect("result")
+                .1;
+            reads_seen += 1;
+            if std::ptr::eq(*result, *last) {
+                // Guidance may follow it; its own bytes are sent as they were.
+                assert!(
+                    after.starts_with(before.as_str()),
+                    "{what}: the newest read is sent as it was"
+                );
+                continue;
+            }
+            assert_eq!(result.status, Status::Collapsed, "{what}: {}", read.id);
+            assert!(after.starts_with(RECEIPT_TAG), "{what}: {after}");
+            assert!(!after.contains("[ref="), "{what}: a ref survives: {after}");
+            assert!(
+                after.contains("url=\"http://127.0.0.1:8431/"),
+                "{what}: the receipt names the page: {after}"
+            );
+            collapsed_reads += 1;
+        }
+        assert!(
+            older.iter().all(|r| r.status == Status::Collapsed),
+            "{what}"
+        );
+        check_guard(&body, format, reads.as_slice(), &what);
     }
     eprintln!("{sessions} sessions, {reads_seen} reads recognised, {collapsed_reads} collapsed");
     assert!(collapsed_reads > 0);
@@ -296,31 +306,19 @@ fn every_read_of_an_older_page_collapses_and_the_newest_stays() {
 #[test]
 fn a_projected_read_back_session_projects_to_itself() {
     let mut checked = 0;
-    for scenario in scenarios() {
-        for reader in READERS {
-            for (format, build) in [
-                (
-                    RequestFormat::OpenAiChat,
-                    with_reads_chat as fn(&Path, Reader, bool) -> (String, Vec<Inserted>),
-                ),
-                (RequestFormat::Anthropic, with_reads_anthropic),
-            ] {
-                let what = format!("{} {reader:?} {format:?}", scenario.display());
-                let (body, _) = build(&scenario, reader, true);
-                let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
-                let again = project_on(&p.body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
-                let reads = |p: &staleguard::Projection| {
-                    let report = p.report();
-                    (report.results.iter())
-                        .filter(|r| &*r.tool == reader.tool())
-                        .map(|r| (r.call_id.clone(), r.status))
-                        .collect::<Vec<_>>()
-                };
-                assert_eq!(reads(&again), reads(&p), "{what}: the same reads are steps");
-                assert_eq!(again.body, p.body, "{what}: idempotent");
-                checked += 1;
-            }
-        }
+    for (what, reader, format, body, _) in read_back_cases() {
+        let p = project_on(&body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let again = project_on(&p.body, format).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let reads = |p: &staleguard::Projection| {
+            let report = p.report();
+            (report.results.iter())
+                .filter(|r| &*r.tool == reader.tool())
+                .map(|r| (r.call_id.clone(), r.status))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(reads(&again), reads(&p), "{what}: the same reads are steps");
+        assert_eq!(again.body, p.body, "{what}: idempotent");
+        checked += 1;
     }
     assert!(checked > 0);
 }
