@@ -12,7 +12,7 @@ use staleguard::internal::archive::Archive;
 use staleguard::internal::guard;
 use staleguard::internal::progress::{self, Tracker};
 use staleguard::internal::session::{Depth, Piece, Reader, Reading};
-use staleguard::internal::tools::BrowserTools;
+use staleguard::internal::tools::{self, BrowserTools};
 use staleguard::{Config, Memo};
 use staleguard::{Refusal, Verdict};
 
@@ -92,6 +92,8 @@ enum Pending {
     ToolsList,
     /// Reads the result: the page, its refs, progress.
     BrowserCall,
+    /// Reads the result of a look (`browser_find`): the page and its refs, no progress step.
+    Look,
 }
 
 /// A client request forwarded to the server and not answered yet.
@@ -373,7 +375,7 @@ impl Relay {
         if call.cancelled {
             return;
         }
-        if call.kind != Pending::BrowserCall {
+        if !matches!(call.kind, Pending::BrowserCall | Pending::Look) {
             // Its late answer, if any, passes through as it would have.
             self.pending.remove(&key);
             return;
@@ -495,7 +497,10 @@ impl Relay {
             return Vec::new();
         }
         let kind = self.pending.remove(&key).map(|call| call.kind);
-        if !matches!(kind, Some(Pending::ToolsList | Pending::BrowserCall)) {
+        if !matches!(
+            kind,
+            Some(Pending::ToolsList | Pending::BrowserCall | Pending::Look)
+        ) {
             drop(whole);
             return vec![Output::ToClient(line.into_owned())];
         }
@@ -518,7 +523,7 @@ impl Relay {
         } else {
             Some(line)
         };
-        let changed = self.browser_result(&mut message, step);
+        let changed = self.browser_result(&mut message, step, kind == Some(Pending::Look));
         match line {
             Some(line) if !changed => {
                 drop(message);
@@ -669,7 +674,12 @@ impl Relay {
     fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
         let step = self.next_step();
         self.session.call(step, name, arguments);
-        self.forwarded(id, Pending::BrowserCall);
+        let kind = if tools::is_find(name) {
+            Pending::Look
+        } else {
+            Pending::BrowserCall
+        };
+        self.forwarded(id, kind);
     }
 
     fn next_step(&mut self) -> usize {
@@ -827,18 +837,27 @@ impl Relay {
         Some(self.documents.enter(key, &seen.url, &seen.id, keep))
     }
 
-    /// Takes in a browser result and edits what the client sees. Returns whether it changed.
-    fn browser_result(&mut self, message: &mut Value, step: usize) -> bool {
+    /// Takes in a browser result (of a look when `look`) and edits what the client sees.
+    /// Returns whether it changed.
+    fn browser_result(&mut self, message: &mut Value, step: usize, look: bool) -> bool {
         let Some(result) = message.get_mut("result") else {
             // A JSON-RPC error: a failed step.
-            self.session.failure(step);
+            if look {
+                self.session.failed_look(step);
+            } else {
+                self.session.failure(step);
+            }
             self.browser_results += 1;
             return false;
         };
         let text = result_text(result);
         let reading = self.read(&text);
         let failed = is_error(result) || reading.failed;
-        self.session.result(step, text.clone(), &reading, failed);
+        if look {
+            self.session.look(step, text.clone(), &reading, failed);
+        } else {
+            self.session.result(step, text.clone(), &reading, failed);
+        }
         self.session.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
         let mut changed = false;

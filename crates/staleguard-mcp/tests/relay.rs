@@ -462,3 +462,33 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
         assert!(page.contains(url), "{url} not in {page:.300}");
     }
 }
+
+/// SPEC 4: `browser_find` is a look. Its results show the page but count toward nothing, so
+/// the guidance comes with the third unchanged action, however many finds lie between (it
+/// came with the second find when finds counted).
+#[test]
+fn finds_count_toward_nothing() {
+    let mut r = relay();
+    navigate_to_shop(&mut r);
+    let page = tree("http://shop.test/", "- button \"Buy\" [ref=e1]");
+    r.from_server(&line(&result(json!(1), &page)));
+    let find = "### Result\nFound 1 match for \"Buy\":\n\n- button \"Buy\" [ref=e1]";
+    let steps = [
+        ("browser_press_key", &page[..]),
+        ("browser_find", find),
+        ("browser_find", find),
+        ("browser_press_key", &page[..]),
+        ("browser_find", find),
+        ("browser_press_key", &page[..]),
+    ];
+    let mut guided = Vec::new();
+    for (i, (name, text)) in steps.into_iter().enumerate() {
+        let id = json!(i + 2);
+        let forwarded = to_server(&r.from_client(&line(&call(id.clone(), name, json!({})))));
+        assert_eq!(forwarded.len(), 1, "{name} reaches the server");
+        let answer = to_client(&r.from_server(&line(&result(id, text))));
+        let texts = answer[0]["result"]["content"].to_string();
+        guided.push(texts.contains(staleguard::GUIDANCE_HEADER));
+    }
+    assert_eq!(guided, [false, false, false, false, false, true]);
+}

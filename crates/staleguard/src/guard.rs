@@ -209,8 +209,7 @@ pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTool
 /// nothing: a stale ref in it costs an error from the server at most, and it is how the
 /// model gets fresh refs.
 fn reads_only(tool: &str) -> bool {
-    crate::tools::is_snapshot_tool(tool)
-        || crate::tools::bare_names(tool).any(|n| n == "browser_find")
+    crate::tools::is_snapshot_tool(tool) || crate::tools::is_find(tool)
 }
 
 fn refuse(why: Refusal, message: &str) -> Verdict {

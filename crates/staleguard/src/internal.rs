@@ -80,7 +80,7 @@ pub mod session {
 
 /// Which calls are browser calls.
 pub mod tools {
-    pub use crate::tools::{BrowserTools, HISTORY_TOOL};
+    pub use crate::tools::{is_find, BrowserTools, HISTORY_TOOL};
 }
 
 /// The neutral transcript.

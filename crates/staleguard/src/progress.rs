@@ -265,6 +265,9 @@ pub struct Step {
     /// `no_progress` reached [`Config::max_repeats`](crate::Config::max_repeats): the session is stalled. Projection
     /// appends [`guidance`] to the newest result when its step is.
     pub stalled: bool,
+    /// A look (a snapshot file read back, a `browser_find`): it updated the page but left
+    /// `no_progress` as the step before it had it (SPEC 4).
+    pub look: bool,
 }
 
 /// An action on a submit-like control that repeats an earlier one.
@@ -462,9 +465,13 @@ impl Tracker {
                     on_call(&self, call.item, call.tool, call.arguments);
                     self.call(call.item, call.tool, call.arguments);
                 }
-                Event::Result(step) if step.outdated && !step.failed => {
-                    self.seen_again(step.item, step.text, &step.reading);
-                }
+                Event::Result(step) if step.look => self.take_look(
+                    step.item,
+                    step.text,
+                    &step.reading,
+                    step.failed,
+                    (step.partial, step.outdated),
+                ),
                 Event::Result(step) => self.result_of_part(
                     step.item,
                     step.text,
@@ -562,9 +569,58 @@ impl Tracker {
         self.count_step(at);
     }
 
-    /// Takes in an old page read again (a snapshot file older than one linked since): its
-    /// refs are stale, the page stays as it was, and the step counts.
-    pub fn seen_again<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>)
+    /// Takes in a look (SPEC 4), a result of `browser_find` or the like: what it shows
+    /// updates the page as a result would, but the no-progress counter neither grows nor
+    /// starts again, because the model acted on nothing.
+    pub fn look<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>, failed: bool)
+    where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
+        self.take_look(at, text, reading, failed, (false, false));
+    }
+
+    /// [`look`](Self::look) of part of the page when `partial`, of an old snapshot file
+    /// read again when `outdated`.
+    fn take_look<T>(
+        &mut self,
+        at: usize,
+        text: T,
+        reading: &Arc<Reading>,
+        failed: bool,
+        (partial, outdated): (bool, bool),
+    ) where
+        T: AsRef<str> + Into<Arc<str>>,
+    {
+        if failed {
+            return self.failed_look(at);
+        }
+        if outdated {
+            self.keep_seen_again(at, text, reading);
+        } else {
+            self.apply(at, text, reading, partial);
+        }
+        self.mark_confirmed();
+        self.push_look(at);
+    }
+
+    /// Takes in a failed look, whose text is not read: nothing changes but the list of steps.
+    pub fn failed_look(&mut self, at: usize) {
+        self.push_look(at);
+    }
+
+    fn push_look(&mut self, at: usize) {
+        self.progress.steps.push(Step {
+            item: at,
+            fingerprint: self.current,
+            no_progress: self.count,
+            stalled: self.count >= self.max_repeats,
+            look: true,
+        });
+    }
+
+    /// Keeps an old page read again (a snapshot file older than one linked since) in the
+    /// history, before the newest entry: its refs are stale, the page stays as it was.
+    fn keep_seen_again<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>)
     where
         T: AsRef<str> + Into<Arc<str>>,
     {
@@ -579,7 +635,6 @@ impl Tracker {
             };
             self.history.insert(before_newest, seen);
         }
-        self.count_step(at);
     }
 
     /// Takes in a failed browser result, whose text is not read: the page stays as it was,
@@ -590,9 +645,7 @@ impl Tracker {
 
     /// Counts a progress step after a browser result.
     fn count_step(&mut self, at: usize) {
-        if self.page.confirms {
-            self.submissions.iter_mut().for_each(|s| s.confirmed = true);
-        }
+        self.mark_confirmed();
         let fingerprint = self.current;
         self.count = if !self.past_receipt && self.last == Some(fingerprint) {
             self.count + 1
@@ -606,7 +659,15 @@ impl Tracker {
             fingerprint,
             no_progress: self.count,
             stalled,
+            look: false,
         });
+    }
+
+    /// A page that confirms marks every submission before it confirmed.
+    fn mark_confirmed(&mut self) {
+        if self.page.confirms {
+            self.submissions.iter_mut().for_each(|s| s.confirmed = true);
+        }
     }
 
     /// Takes in a snapshot the guard fetched itself, of page `page_id` where the server

@@ -17,7 +17,7 @@ use crate::call_args::{file_name, CallArgs};
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
 use crate::reading::{Depth, Header, Reader, Reading, TreeParts};
-use crate::tools::{is_snapshot_tool, BrowserTools};
+use crate::tools::{is_find, is_snapshot_tool, BrowserTools};
 use crate::transcript::{Item, Transcript};
 
 /// One browser call and its result.
@@ -57,6 +57,9 @@ pub struct Step<'t> {
     /// A read-back file older than one a browser result had linked before it (its name's
     /// stamp orders it): an old page read again, never the live one.
     pub outdated: bool,
+    /// A look, not a step (SPEC 4): a snapshot file read back through a file or shell tool,
+    /// or a `browser_find`. Told by the call alone, so a look stays one once collapsed.
+    pub look: bool,
     /// What one analysis derives from the text (evidence's page words), kept in the memo by
     /// [`key`](Self::key) and here for the rest of the request: see [`derived`](Self::derived).
     derived: OnceLock<Arc<dyn Any + Send + Sync>>,
@@ -290,6 +293,7 @@ impl<'t> Session<'t> {
                         partial: args.partial,
                         linked_page,
                         outdated,
+                        look: (by_content && args.file.is_some()) || is_find(&c.name),
                         derived: OnceLock::new(),
                     });
                 }

@@ -46,6 +46,12 @@ pub(crate) fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
+/// Playwright MCP's `browser_find`, behind any MCP prefix: a search in the page, a look
+/// that acts on nothing (SPEC 4).
+pub fn is_find(name: &str) -> bool {
+    bare_names(name).any(|n| n == "browser_find")
+}
+
 /// `browser_snapshot`, `take_snapshot` and the like, behind any MCP prefix: it only reads
 /// the page, and its arguments may ask for part of it.
 pub(crate) fn is_snapshot_tool(name: &str) -> bool {

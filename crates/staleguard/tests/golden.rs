@@ -69,7 +69,9 @@ fn describe(p: &Projection) -> String {
     out.push('\n');
     let _ = writeln!(out, "evidence {:?}", p.evidence);
     let _ = writeln!(out, "server_side {}", p.server_side_history);
-    let _ = writeln!(out, "progress {:?}", p.progress);
+    // Steps are written as their Debug was before they had `look`: only looks change.
+    let progress = format!("{:?}", p.progress).replace(", look: false }", " }");
+    let _ = writeln!(out, "progress {progress}");
     let _ = writeln!(out, "verdicts {:?}", p.verdicts);
     let _ = writeln!(out, "breakpoint {:?}", p.breakpoint);
     out

@@ -429,7 +429,7 @@ fn a_receipt_makes_no_stall_when_projected_again() {
         let progress = support::track(&transcript(body), &on());
         progress.steps.iter().map(|s| s.no_progress).collect()
     };
-    assert_eq!(counts(&body), [0, 0, 0, 1]);
+    assert_eq!(counts(&body), [0, 0, 0, 0], "a find is a look");
     assert_eq!(
         counts(&p.body),
         [0, 0, 0, 0],
@@ -455,23 +455,15 @@ fn no_guidance_rides_on_a_collapsed_read_back() {
         ("browser_snapshot", "{}", snapshot),
         ("browser_type", "{}", typed),
         ("browser_click", "{}", ""),
+        ("browser_click", "{}", ""),
         ("read", older, read),
     ];
-    let mut messages = vec![serde_json::json!({"role": "user", "content": "Apply SPRING25."})];
-    for (i, (name, arguments, text)) in steps.iter().enumerate() {
-        let id = format!("call_{}", i + 1);
-        messages.push(
-            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
-        );
-        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": text}));
-    }
-    let body = serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string();
+    let body = chat_calls(&steps, None);
     let counts = |body: &str| -> Vec<u32> {
         let progress = support::steps(&transcript(body), &on());
         progress.steps.iter().map(|s| s.no_progress).collect()
     };
-    assert_eq!(counts(&body), [0, 0, 1, 2, 3], "stalled at the read");
+    assert_eq!(counts(&body), [0, 0, 1, 2, 3, 3], "stalled at the read");
 
     let p = project(&body);
     check_invariants(&body, &p);
@@ -496,5 +488,54 @@ fn no_guidance_rides_on_a_collapsed_read_back() {
     assert!(
         first.iter().zip(&second).all(|(a, b)| b <= a),
         "no more unchanged steps projected: {first:?} {second:?}"
+    );
+}
+
+/// SPEC 4: a snapshot file read back through a file tool and a `browser_find` are looks. They
+/// show the page and count toward nothing, so an agent that reads the page back between its
+/// actions stalls after as many unchanged actions as one that does not (it stalled after
+/// two when reads counted).
+#[test]
+fn looks_count_toward_nothing() {
+    let snapshot = "### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n```yaml\n- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]\n```";
+    let pressed = "### Ran Playwright code\n```js\nawait page.keyboard.press('Tab');\n```";
+    let file = "- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]";
+    let read = r#"{"file_path":".playwright-mcp/page-2026-11-30T08-09-26-584Z.yml"}"#;
+    let find = "### Result\nFound 1 match for \"Apply\":\n\n- button \"Apply coupon\" [ref=e12]";
+    let steps = [
+        ("browser_snapshot", "{}", snapshot),
+        ("browser_press_key", "{}", pressed),
+        ("Read", read, file),
+        ("browser_press_key", "{}", pressed),
+        ("browser_find", r#"{"text":"Apply"}"#, find),
+        ("browser_find", r#"{"text":"Apply"}"#, find),
+        ("browser_press_key", "{}", pressed),
+    ];
+    let progress = |n: usize| support::steps(&transcript(&chat_calls(&steps[..n], None)), &on());
+    let whole = progress(steps.len());
+    let looks: Vec<bool> = whole.steps.iter().map(|s| s.look).collect();
+    assert_eq!(looks, [false, false, true, false, true, true, false]);
+    let counts: Vec<u32> = whole.steps.iter().map(|s| s.no_progress).collect();
+    assert_eq!(
+        counts,
+        [0, 1, 1, 2, 2, 2, 3],
+        "looks neither count nor reset"
+    );
+    assert!(whole.stalled(), "three unchanged actions");
+    for n in 1..steps.len() {
+        assert!(!progress(n).stalled(), "no stall after {n} steps");
+    }
+
+    let p = project(&chat_calls(&steps, None));
+    check_invariants(&chat_calls(&steps, None), &p);
+    assert!(
+        guidance_of(&p).is_some(),
+        "guidance on the third unchanged action"
+    );
+    let before = chat_calls(&steps[..6], None);
+    assert_eq!(
+        guidance_of(&project(&before)),
+        None,
+        "none after two and three looks"
     );
 }

@@ -242,16 +242,28 @@ pub(crate) fn truncate(body: &str, n: usize) -> String {
 
 /// An OpenAI Chat body: a user task, one call and result per step, then `question`.
 pub(crate) fn chat_session(steps: &[(&str, &str)], question: &str) -> String {
+    let steps: Vec<_> = steps
+        .iter()
+        .map(|&(name, text)| (name, "{}", text))
+        .collect();
+    chat_calls(&steps, Some(question))
+}
+
+/// An OpenAI Chat body: a user task, one call `(name, arguments, result)` per step, then
+/// `question` when there is one.
+pub(crate) fn chat_calls(steps: &[(&str, &str, &str)], question: Option<&str>) -> String {
     let mut messages = vec![serde_json::json!({"role": "user", "content": "do the task"})];
-    for (i, (name, text)) in steps.iter().enumerate() {
+    for (i, (name, arguments, text)) in steps.iter().enumerate() {
         let id = format!("call_{}", i + 1);
         messages.push(
             serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}),
+            {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}),
         );
         messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": text}));
     }
-    messages.push(serde_json::json!({"role": "user", "content": question}));
+    if let Some(question) = question {
+        messages.push(serde_json::json!({"role": "user", "content": question}));
+    }
     serde_json::json!({"model": "gpt-4.1", "messages": messages}).to_string()
 }
 
