@@ -38,6 +38,11 @@ pub const REF_KEYS: &[&str] = &[
 /// (`browser_fill_form`), Chrome DevTools MCP's `elements[]` (`fill_form`).
 pub const REF_LISTS: &[&str] = &["fields", "elements"];
 
+/// Argument keys whose strings are words, not commands: the model's description of the
+/// element (`element`), text to type or pick (`text`, `value`). An `@e5` in them is no ref
+/// to act on (`me@e5.org`, "the Save button (@e5)"); the call's ref keys say what it acts on.
+const WORDS_KEYS: &[&str] = &["element", "text", "value", "description"];
+
 /// The objects of a call's arguments whose [`REF_KEYS`] name refs: the arguments
 /// themselves, then each item of a [`REF_LISTS`] array.
 pub(crate) fn ref_holders(
@@ -52,7 +57,7 @@ pub(crate) fn ref_holders(
 }
 
 /// The refs a call's arguments name: every ref-bearing key, those of [`REF_LISTS`] items, and
-/// agent-browser `@eN` tokens in string arguments.
+/// agent-browser `@eN` tokens in string arguments but [`WORDS_KEYS`].
 pub fn targets(arguments: &str) -> Vec<String> {
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
         return at_refs(arguments);
@@ -69,9 +74,10 @@ pub fn targets(arguments: &str) -> Vec<String> {
         }
     };
     ref_holders(&args).for_each(&mut take);
-    for value in args.values() {
-        if let Value::String(s) = value {
-            refs.extend(at_refs(s));
+    for (key, value) in &args {
+        match value {
+            Value::String(s) if !WORDS_KEYS.contains(&key.as_str()) => refs.extend(at_refs(s)),
+            _ => {}
         }
     }
     refs.sort();
@@ -106,9 +112,11 @@ pub fn page_id_of(value: &Value) -> Option<String> {
     }
 }
 
-/// `@e12` tokens (agent-browser commands such as `click @e4`): the ids, without the `@`.
+/// `@e12` tokens (agent-browser commands such as `click @e4`): the ids, without the `@`. A
+/// token starts a word: the `@` of `me@e5.org` or `e*@e172` starts none.
 pub(crate) fn at_refs(text: &str) -> Vec<String> {
     text.match_indices('@')
+        .filter(|&(i, _)| starts_word(text, i))
         .filter_map(|(i, _)| {
             let tail = at_ref(text.get(i..)?)?;
             let end = tail
@@ -120,6 +128,16 @@ pub(crate) fn at_refs(text: &str) -> Vec<String> {
                 .then(|| id.to_string())
         })
         .collect()
+}
+
+/// True when byte `at` of `text` starts a word: nothing before it, or a space or an opening
+/// quote or bracket.
+fn starts_word(text: &str, at: usize) -> bool {
+    text.get(..at)
+        .and_then(|before| before.chars().next_back())
+        .map_or(true, |c| {
+            c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '[' | '{' | ',' | '=')
+        })
 }
 
 /// Rewrites every `ref=<id>` that follows `[` or a space, and that `is_ref` accepts, to name
@@ -352,6 +370,24 @@ mod tests {
         for id in ["e12", "f1e3", "4_5", "1-0-4", "33", "@e4"] {
             assert_eq!(targets(&args(id)), [id.trim_start_matches('@')], "{id}");
         }
+    }
+
+    /// Found by the `description` fuzz target: a description `e*@e172` named ref e172, and
+    /// the call was refused for a ref it does not act on. An `@eN` names a ref where it
+    /// starts a word of a command, not in the words the model describes or types.
+    #[test]
+    fn an_at_token_names_a_ref_only_where_it_starts_a_word_of_a_command() {
+        let command = |c: &str| serde_json::json!({"command": c}).to_string();
+        assert_eq!(targets(&command("click @e4")), ["e4"]);
+        assert_eq!(targets(&command("fill '@e7' \"x\"")), ["e7"]);
+        assert_eq!(targets(&command("@e2")), ["e2"]);
+        for text in ["mail me@e5.org", "e*@e172", "a@e1"] {
+            assert!(targets(&command(text)).is_empty(), "{text}");
+        }
+        let typed = serde_json::json!({"ref": "e3", "element": "Save (@e9)", "text": "@e8 x@e7"});
+        assert_eq!(targets(&typed.to_string()), ["e3"]);
+        assert_eq!(at_refs("click @e4 then @e5"), ["e4", "e5"]);
+        assert!(at_refs("bob@e5.org").is_empty());
     }
 
     proptest! {
