@@ -57,7 +57,7 @@ pub(crate) fn ref_holders(
 }
 
 /// The refs a call's arguments name: every ref-bearing key, those of [`REF_LISTS`] items, and
-/// agent-browser `@eN` tokens in string arguments but [`WORDS_KEYS`].
+/// agent-browser `@eN` tokens in string arguments but the model's words (`WORDS_KEYS`).
 pub fn targets(arguments: &str) -> Vec<String> {
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) else {
         return at_refs(arguments);
