@@ -600,22 +600,12 @@ impl Tracker {
             self.apply(at, text, reading, partial);
         }
         self.mark_confirmed();
-        self.push_look(at);
+        self.push_step(at, true);
     }
 
     /// Takes in a failed look, whose text is not read: nothing changes but the list of steps.
     pub fn failed_look(&mut self, at: usize) {
-        self.push_look(at);
-    }
-
-    fn push_look(&mut self, at: usize) {
-        self.progress.steps.push(Step {
-            item: at,
-            fingerprint: self.current,
-            no_progress: self.count,
-            stalled: self.count >= self.max_repeats,
-            look: true,
-        });
+        self.push_step(at, true);
     }
 
     /// Keeps an old page read again (a snapshot file older than one linked since) in the
@@ -653,13 +643,17 @@ impl Tracker {
             0
         };
         self.last = (!self.past_receipt).then_some(fingerprint);
-        let stalled = self.count >= self.max_repeats;
+        self.push_step(at, false);
+    }
+
+    /// Records the step of result `at` as the page and the counter now stand.
+    fn push_step(&mut self, at: usize, look: bool) {
         self.progress.steps.push(Step {
             item: at,
-            fingerprint,
+            fingerprint: self.current,
             no_progress: self.count,
-            stalled,
-            look: false,
+            stalled: self.count >= self.max_repeats,
+            look,
         });
     }
 

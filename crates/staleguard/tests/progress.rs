@@ -437,6 +437,9 @@ fn a_receipt_makes_no_stall_when_projected_again() {
     );
 }
 
+/// The coupon page of the test site as `browser_snapshot` (0.0.83) shows it.
+const COUPON_PAGE: &str = "### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n```yaml\n- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]\n```";
+
 /// Found by the `page_by_content` fuzz target: a stalled session whose newest browser
 /// result is an old snapshot file read again. That read collapses to a receipt, which
 /// replaces the result whole, so the guidance meant for it was never written; projected
@@ -445,14 +448,13 @@ fn a_receipt_makes_no_stall_when_projected_again() {
 #[test]
 fn no_guidance_rides_on_a_collapsed_read_back() {
     let navigate = "### Ran Playwright code\n```js\nawait page.goto('http://127.0.0.1:8431/rerender/coupon.html');\n```\n### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n- [Snapshot](.playwright-mcp/page-2026-11-30T08-09-26-584Z.yml)";
-    let snapshot = "### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n```yaml\n- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]\n```";
     let typed = "### Ran Playwright code\n```js\nawait page.getByRole('textbox', { name: 'Coupon code' }).fill('SPRING25');\n```";
     let read =
         "- heading \"Apply a coupon\" [level=1] [ref=e2]\n- button \"Apply coupon\" [ref=e12]";
     let older = r#"{"file_path":".playwright-mcp/page-2026-11-30T08-09-13-405Z.yml"}"#;
     let steps = [
         ("browser_navigate", "{}", navigate),
-        ("browser_snapshot", "{}", snapshot),
+        ("browser_snapshot", "{}", COUPON_PAGE),
         ("browser_type", "{}", typed),
         ("browser_click", "{}", ""),
         ("browser_click", "{}", ""),
@@ -497,13 +499,12 @@ fn no_guidance_rides_on_a_collapsed_read_back() {
 /// two when reads counted).
 #[test]
 fn looks_count_toward_nothing() {
-    let snapshot = "### Page\n- Page URL: http://127.0.0.1:8431/rerender/coupon.html\n- Page Title: Apply a coupon\n### Snapshot\n```yaml\n- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]\n```";
     let pressed = "### Ran Playwright code\n```js\nawait page.keyboard.press('Tab');\n```";
     let file = "- heading \"Apply a coupon\" [level=1] [ref=e2]\n- textbox \"Coupon code\" [ref=e10]\n- button \"Apply coupon\" [ref=e12]";
     let read = r#"{"file_path":".playwright-mcp/page-2026-11-30T08-09-26-584Z.yml"}"#;
     let find = "### Result\nFound 1 match for \"Apply\":\n\n- button \"Apply coupon\" [ref=e12]";
     let steps = [
-        ("browser_snapshot", "{}", snapshot),
+        ("browser_snapshot", "{}", COUPON_PAGE),
         ("browser_press_key", "{}", pressed),
         ("Read", read, file),
         ("browser_press_key", "{}", pressed),
