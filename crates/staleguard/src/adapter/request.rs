@@ -689,8 +689,10 @@ impl<'a> WireRequest<'a> {
     pub fn written_len(&self, edits: &[Edit]) -> usize {
         self.splices(edits)
             .into_iter()
+            // Splices never overlap; saturating, so that a bug there gives a wrong length
+            // (a budget's estimate), never a panic.
             .fold(self.body.len(), |len, (start, end, text)| {
-                len - (end - start) + text.len()
+                len.saturating_sub(end.saturating_sub(start)) + text.len()
             })
     }
 }

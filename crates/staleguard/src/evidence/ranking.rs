@@ -148,9 +148,13 @@ pub(crate) fn before_url(piece: &str) -> &str {
     }
     match piece.find("://") {
         Some(at) => {
+            // The scheme is the ASCII run before `://`; what precedes it may be any script
+            // (`打开https://...`), so the cut goes after the whole character found.
             let scheme = piece[..at]
-                .rfind(|c: char| !c.is_ascii_alphanumeric())
-                .map_or(0, |i| i + 1);
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !c.is_ascii_alphanumeric())
+                .map_or(0, |(i, c)| i + c.len_utf8());
             &piece[..scheme]
         }
         None => piece,
@@ -315,7 +319,25 @@ pub(crate) fn is_error_page(url: Option<&str>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::section_of;
+    use super::{before_url, section_of};
+
+    #[test]
+    fn a_url_right_after_any_script_is_cut_after_its_whole_character() {
+        // Writers of Chinese and Japanese put no space before a URL (issue 41: this panicked).
+        for (piece, kept) in [
+            ("打开https://shop.example.com", "打开"),
+            ("ページhttps://a.example/", "ページ"),
+            ("ދިވެhttps://a.example", "ދިވެ"),
+            ("انظرhttp://a.example", "انظر"),
+            ("→https://a.example", "→"),
+            ("👉https://a.example", "👉"),
+            ("{\"url\":\"http://a/b", "{\"url\":\""),
+            ("https://a.example", ""),
+            ("見て:x://y", "見て:"),
+        ] {
+            assert_eq!(before_url(piece), kept, "{piece}");
+        }
+    }
 
     #[test]
     fn a_fragment_names_the_section_after_its_heading() {
