@@ -22,4 +22,5 @@ module.exports = {
   NotARequestError: errors.NotARequestError,
   UnknownFormatError: errors.UnknownFormatError,
   ConfigValueError: errors.ConfigValueError,
+  InternalError: errors.InternalError,
 };

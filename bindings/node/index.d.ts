@@ -24,6 +24,7 @@ export interface Options {
  * @throws {NotARequestError} JSON that is not a request of a format staleguard reads
  * @throws {UnknownFormatError} a `format` staleguard does not know
  * @throws {ConfigValueError} a config key or value staleguard does not allow
+ * @throws {InternalError} a bug in staleguard; the body was not projected
  */
 export function project<T extends object>(body: T, options?: Options): T;
 export function project(body: string, options?: Options): string;
@@ -122,3 +123,5 @@ export class NotARequestError extends StaleguardError {}
 export class UnknownFormatError extends StaleguardError {}
 /** A config key or value (or an environment variable) is not allowed, or the file cannot be read. */
 export class ConfigValueError extends StaleguardError {}
+/** A bug in staleguard (it panicked): the request was not projected. Please report it with the input. */
+export class InternalError extends StaleguardError {}

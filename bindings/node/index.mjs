@@ -12,5 +12,6 @@ export const {
   NotARequestError,
   UnknownFormatError,
   ConfigValueError,
+  InternalError,
 } = staleguard;
 export default staleguard;

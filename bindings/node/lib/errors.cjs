@@ -27,11 +27,15 @@ class UnknownFormatError extends StaleguardError {}
 /** A config key or value (or an environment variable) is not allowed, or the config file cannot be read. */
 class ConfigValueError extends StaleguardError {}
 
+/** A bug in staleguard (it panicked): the request was not projected. Please report it with the input. */
+class InternalError extends StaleguardError {}
+
 const BY_KIND = {
   InvalidJSON: InvalidJSONError,
   NotARequest: NotARequestError,
   UnknownFormat: UnknownFormatError,
   ConfigValue: ConfigValueError,
+  Internal: InternalError,
   Staleguard: StaleguardError,
 };
 
@@ -48,5 +52,6 @@ module.exports = {
   NotARequestError,
   UnknownFormatError,
   ConfigValueError,
+  InternalError,
   fromFailure,
 };

@@ -5,7 +5,9 @@
 //! half (`lib/`) turns objects and paths into those. A request or config staleguard cannot
 //! read is not thrown from here: it comes back as a [`Failure`] that the JavaScript half
 //! raises as the matching `StaleguardError` subclass, with the JSON position as fields.
-//! Nothing panics across the boundary: the core never panics on input.
+//! Nothing panics across the boundary: the core never panics on input, and should it still
+//! (a bug), the panic is caught here and raised as an `InternalError`; unwinding into Node
+//! aborts the whole process.
 
 // napi-derive's expansions call Node-API through `unsafe` blocks of their own.
 #![allow(unsafe_code)]
@@ -18,7 +20,8 @@ use staleguard_cli::inspect;
 /// Why a call failed, for the JavaScript half to raise.
 #[napi(object)]
 pub struct Failure {
-    /// `InvalidJSON`, `NotARequest`, `UnknownFormat`, `ConfigValue` or `Staleguard`.
+    /// `InvalidJSON`, `NotARequest`, `UnknownFormat`, `ConfigValue`, `Internal` (a bug of
+    /// staleguard's) or `Staleguard`.
     pub kind: String,
     pub message: String,
     /// Where bad JSON is: 1-based line and column, and byte offset.
@@ -115,10 +118,12 @@ fn project_then<T>(
         .map_err(Failure::of_body)
 }
 
-fn outcome<T>(result: Result<T, Failure>) -> Outcome<T> {
-    match result {
-        Ok(value) => Either::A(value),
-        Err(failure) => Either::B(failure),
+/// What `work` answers, or why it failed; a panic in it (a bug) is an `Internal` failure.
+fn outcome<T>(work: impl FnOnce() -> Result<T, Failure>) -> Outcome<T> {
+    match staleguard_cli::panics::contain(work) {
+        Ok(Ok(value)) => Either::A(value),
+        Ok(Err(failure)) => Either::B(failure),
+        Err(panicked) => Either::B(Failure::new("Internal", panicked.to_string())),
     }
 }
 
@@ -129,13 +134,15 @@ pub fn project_text(
     format: Option<String>,
     config_toml: Option<String>,
 ) -> Outcome<String> {
-    outcome(project_then(
-        &body,
-        format.as_deref(),
-        config_toml.as_deref(),
-        false,
-        |_, p| p.body.into_string(),
-    ))
+    outcome(|| {
+        project_then(
+            &body,
+            format.as_deref(),
+            config_toml.as_deref(),
+            false,
+            |_, p| p.body.into_string(),
+        )
+    })
 }
 
 /// The projection of a JSON request body given as UTF-8 bytes.
@@ -145,15 +152,17 @@ pub fn project_buffer(
     format: Option<String>,
     config_toml: Option<String>,
 ) -> Outcome<Buffer> {
-    outcome(utf8(&body).and_then(|text| {
-        project_then(
-            text,
-            format.as_deref(),
-            config_toml.as_deref(),
-            false,
-            |_, p| Buffer::from(p.body.into_string().into_bytes()),
-        )
-    }))
+    outcome(|| {
+        utf8(&body).and_then(|text| {
+            project_then(
+                text,
+                format.as_deref(),
+                config_toml.as_deref(),
+                false,
+                |_, p| Buffer::from(p.body.into_string().into_bytes()),
+            )
+        })
+    })
 }
 
 /// What `staleguard inspect --json` prints about `body`, as JSON text.
@@ -163,13 +172,15 @@ pub fn inspect_json(
     format: Option<String>,
     config_toml: Option<String>,
 ) -> Outcome<String> {
-    outcome(project_then(
-        &body,
-        format.as_deref(),
-        config_toml.as_deref(),
-        true,
-        |body, p| inspect::Report::new(body, &p).to_json(),
-    ))
+    outcome(|| {
+        project_then(
+            &body,
+            format.as_deref(),
+            config_toml.as_deref(),
+            true,
+            |body, p| inspect::Report::new(body, &p).to_json(),
+        )
+    })
 }
 
 /// The guard's answer about one proposed browser call.
@@ -200,7 +211,7 @@ fn proposed_call(call: &str) -> Result<(String, String), Failure> {
 /// Asks the guard about `call` (JSON text) proposed after the request `body`.
 #[napi]
 pub fn check_call(body: String, call: String, config_toml: Option<String>) -> Outcome<CallVerdict> {
-    outcome(check(&body, &call, config_toml.as_deref()))
+    outcome(|| check(&body, &call, config_toml.as_deref()))
 }
 
 fn check(body: &str, call: &str, config_toml: Option<&str>) -> Result<CallVerdict, Failure> {

@@ -9,7 +9,7 @@ import { beforeEach, describe, test } from 'node:test';
 import { createRequire } from 'node:module';
 
 import * as staleguard from 'staleguard';
-import { clearStaleguardEnv, cli, cliProject, cliStatus, FIXTURES, sessions } from './helpers.mjs';
+import { clearStaleguardEnv, cli, cliProject, cliStatus, FIXTURES, REPO, sessions } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const FOLDERS = ['pwmcp-0.0.41', 'pwmcp-0.0.83', 'cdmcp-1.11.0'];
@@ -49,6 +49,28 @@ describe('every recorded session', () => {
     const anthropic = fs.readFileSync(path.join(FIXTURES, 'pwmcp-0.0.41/order.anthropic.json'), 'utf8');
     assert.equal(staleguard.project(anthropic, { format: 'anthropic' }), cliProject(anthropic, 'anthropic'));
     assert.throws(() => staleguard.project(anthropic, { format: 'gemini' }), staleguard.NotARequestError);
+  });
+});
+
+describe('a task with Chinese right before a URL (issue 41)', () => {
+  // `打开http://...` with no space made the core panic, and the panic aborted Node.
+  for (const name of ['order_zh.openai.json', 'order_zh.anthropic.json']) {
+    test(`${name}: text, Buffer and object project to the CLI's bytes`, () => {
+      const body = fs.readFileSync(path.join(REPO, 'fixtures/unicode', name), 'utf8');
+      assert.ok(body.includes('打开http://127.0.0.1:8431/order/form.html'));
+      const want = cliProject(body);
+      assert.ok(want.includes('[staleguard receipt]'));
+      assert.ok(staleguard.project(body) === want, `${name}: the package's projection differs from the CLI's`);
+      assert.ok(staleguard.project(Buffer.from(body)).equals(Buffer.from(want)));
+      assert.deepEqual(staleguard.project(JSON.parse(body)), JSON.parse(want));
+      assert.ok(staleguard.inspect(body).results.length > 0);
+    });
+  }
+
+  test('a panic of the core would be an InternalError, a StaleguardError', () => {
+    assert.ok(new staleguard.InternalError('x') instanceof staleguard.StaleguardError);
+    assert.equal(new staleguard.InternalError('x').name, 'InternalError');
+    assert.equal(require('staleguard').InternalError, staleguard.InternalError);
   });
 });
 

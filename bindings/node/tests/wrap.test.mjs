@@ -14,7 +14,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import * as staleguard from 'staleguard';
 
-import { clearStaleguardEnv, cli, cliProject, sessions } from './helpers.mjs';
+import { clearStaleguardEnv, cli, cliProject, REPO, sessions } from './helpers.mjs';
 import { ANSWER, TEXT, startModel } from './scripted-model.mjs';
 
 const FOLDERS = ['pwmcp-0.0.41', 'pwmcp-0.0.83', 'cdmcp-1.11.0'];
@@ -111,6 +111,31 @@ async function collect(iterable, pick) {
 const chatDelta = (chunk) => chunk.choices?.[0]?.delta?.content || undefined;
 const responsesDelta = (event) => (event.type === 'response.output_text.delta' ? event.delta : undefined);
 const messagesDelta = (event) => (event.type === 'content_block_delta' ? event.delta.text : undefined);
+
+describe('a task with Chinese right before a URL (issue 41)', () => {
+  // The panic this task caused aborted the whole Node process of an agent that used wrap.
+  test('both clients send it projected and get the answer', async () => {
+    const dir = path.join(REPO, 'fixtures/unicode');
+    const chat = JSON.parse(fs.readFileSync(path.join(dir, 'order_zh.openai.json'), 'utf8'));
+    const run = await both(openai, (client) =>
+      client.chat.completions.create({ model: chat.model, messages: chat.messages, tools: chat.tools }),
+    );
+    assertProjected(run, 'openai');
+    assert.deepEqual(run.wrappedAnswer, run.plainAnswer);
+    const messages = JSON.parse(fs.readFileSync(path.join(dir, 'order_zh.anthropic.json'), 'utf8'));
+    const sent = await both(anthropic, (client) =>
+      client.messages.create({
+        model: messages.model,
+        max_tokens: 100,
+        system: messages.system,
+        messages: messages.messages,
+        tools: messages.tools,
+      }),
+    );
+    assertProjected(sent, 'anthropic');
+    assert.deepEqual(sent.wrappedAnswer, sent.plainAnswer);
+  });
+});
 
 describe('openai: chat completions', () => {
   for (const folder of FOLDERS) {

@@ -3,7 +3,8 @@
 //! Every function takes the request as text (the Python half turns dicts into JSON and back)
 //! and the config as the text of a `staleguard.toml`, so the loading rules are the core's
 //! own. Errors become the `StaleguardError` family; nothing panics across the boundary
-//! (PyO3 would turn a panic into `PanicException`, which is not a `ValueError`). `main` is
+//! (PyO3 would turn a panic into `PanicException`, which is not a `ValueError`): should the
+//! core still panic (a bug), the panic is caught and raised as `InternalError`. `main` is
 //! the `staleguard` console script: the CLI's own code, given `sys.argv`.
 
 #![forbid(unsafe_code)]
@@ -47,6 +48,13 @@ create_exception!(
     ConfigValueError,
     StaleguardError,
     "A config key or value (or an environment variable) is not allowed."
+);
+
+create_exception!(
+    _native,
+    InternalError,
+    StaleguardError,
+    "A bug in staleguard (it panicked): the request was not projected. Please report it with the input."
 );
 
 /// The Python exception for a core error, with the JSON position as attributes.
@@ -118,13 +126,20 @@ fn project_then(
     let format = format_of(format)?;
     let config = config_of(config_toml)?;
     py.allow_threads(move || {
-        let options = Options {
-            verdicts,
-            ..Options::default()
-        };
-        staleguard::project(&body, format, &config, options).map(|p| answer(&body, p))
-    })
+        contain(|| {
+            let options = Options {
+                verdicts,
+                ..Options::default()
+            };
+            staleguard::project(&body, format, &config, options).map(|p| answer(&body, p))
+        })
+    })?
     .map_err(|e| body_error(py, e))
+}
+
+/// What `work` answers; a panic in it (a bug) is an `InternalError`.
+fn contain<T>(work: impl FnOnce() -> T) -> PyResult<T> {
+    staleguard_cli::panics::contain(work).map_err(|p| InternalError::new_err(p.to_string()))
 }
 
 /// The projection of a JSON request body given as `str`.
@@ -227,9 +242,11 @@ fn check_call(
     let config = config_of(config_toml)?;
     let verdict = py
         .allow_threads(move || {
-            let engine = staleguard::Engine::new(config);
-            engine.check_call(&body, RequestFormat::Auto, &name, &arguments)
-        })
+            contain(|| {
+                let engine = staleguard::Engine::new(config);
+                engine.check_call(&body, RequestFormat::Auto, &name, &arguments)
+            })
+        })?
         .map_err(|e| body_error(py, e))?;
     Ok(match verdict {
         GuardVerdict::Allow { note } => Verdict {
@@ -265,6 +282,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type_bound::<UnknownFormatError>(),
     )?;
     m.add("ConfigValueError", py.get_type_bound::<ConfigValueError>())?;
+    m.add("InternalError", py.get_type_bound::<InternalError>())?;
     m.add_class::<Verdict>()?;
     m.add_function(wrap_pyfunction!(project_str, m)?)?;
     m.add_function(wrap_pyfunction!(project_bytes, m)?)?;

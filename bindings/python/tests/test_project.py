@@ -2,6 +2,7 @@
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 import staleguard
@@ -126,3 +127,26 @@ def test_other_threads_run_while_it_projects():
         done.set()
         worker.join()
     assert during > 0
+
+
+@pytest.mark.parametrize("name", ["order_zh.openai.json", "order_zh.anthropic.json"])
+def test_a_task_with_chinese_before_a_url_projects_as_the_cli_does(name, tmp_path):
+    """Issue 41: `打开http://...` (no space before the URL) made the core panic."""
+    path = Path(__file__).resolve().parents[3] / "fixtures" / "unicode" / name
+    out = cli(tmp_path, "project", str(path))
+    assert out.returncode == 0, out.stderr
+    text = path.read_text(encoding="utf-8")
+    assert "打开http://127.0.0.1:8431/order/form.html" in text
+    assert staleguard.project(text) == out.stdout.decode("utf-8")
+    assert staleguard.project(text.encode("utf-8")) == out.stdout
+    assert staleguard.project(json.loads(text)) == json.loads(out.stdout)
+    assert "[staleguard receipt]" in out.stdout.decode("utf-8")
+    assert staleguard.inspect(text)["results"]
+
+
+def test_an_internal_error_is_a_staleguard_error():
+    """A panic of the core reaches Python as this exception (never an abort): it is a
+    StaleguardError, so a caller's `except staleguard.StaleguardError` holds."""
+    assert issubclass(staleguard.InternalError, staleguard.StaleguardError)
+    assert issubclass(staleguard.InternalError, ValueError)
+    assert "InternalError" in staleguard.__all__

@@ -6,6 +6,7 @@ mod body;
 use body::read_file;
 pub mod inspect;
 mod mcp;
+pub mod panics;
 mod proxy;
 mod replay;
 
@@ -130,19 +131,34 @@ where
             let _ = e.print();
             u8::try_from(e.exit_code()).unwrap_or(2)
         }
-        Ok(cli) => match dispatch(cli) {
-            Ok(()) => 0,
-            Err(Failure::Message(message)) => {
+        Ok(cli) => match contained(cli) {
+            Ok(Ok(())) => 0,
+            Ok(Err(Failure::Message(message))) => {
                 eprintln!("staleguard: error: {message}");
                 2
             }
-            Err(Failure::Exit(code)) => code,
+            Ok(Err(Failure::Exit(code))) => code,
+            Err(panicked) => {
+                eprintln!("staleguard: {panicked}");
+                INTERNAL_ERROR
+            }
         },
     };
     // A binary's runtime flushes standard output at exit; a host process (Python) does not
     // know Rust's buffer.
     let _ = std::io::stdout().flush();
     code
+}
+
+/// Runs the command; a panic in it is an internal error. The servers (`proxy`, `mcp`) contain
+/// their own per request, and report one by its place alone (a server's log must not get
+/// request text), so they run outside.
+fn contained(cli: Cli) -> Result<Result<(), Failure>, panics::Panicked> {
+    panics::install();
+    match cli.command {
+        Command::Proxy(_) | Command::Mcp(_) => Ok(dispatch(cli)),
+        _ => panics::contain(|| dispatch(cli)),
+    }
 }
 
 fn dispatch(cli: Cli) -> Result<(), Failure> {
@@ -182,6 +198,9 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Replay(args) => replay::run(args),
     }
 }
+
+/// Exit code for a bug in staleguard (a panic), `EX_SOFTWARE` of sysexits.h.
+pub const INTERNAL_ERROR: u8 = 70;
 
 /// Exit code for a refused call.
 const REFUSED: u8 = 3;

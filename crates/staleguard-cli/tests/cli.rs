@@ -483,3 +483,26 @@ fn inspect_says_what_a_lean_live_page_folded() {
     assert!(whole["results"][0]["folded"].is_null());
     std::fs::remove_file(&path).ok();
 }
+
+/// Issue 41: a task with Chinese right against a URL made `project` exit 101 with a
+/// backtrace. Every command that reads the body now answers it.
+#[test]
+fn a_task_with_chinese_before_a_url_projects_inspects_and_checks() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/unicode/order_zh.openai.json");
+    let path = path.to_str().unwrap();
+    let projected = run(&["project", path], None);
+    assert!(projected.status.success(), "{}", stderr(&projected));
+    assert!(stdout(&projected).contains("[staleguard receipt]"));
+    assert!(stdout(&projected).contains("打开http://127.0.0.1:8431/order/form.html"));
+    let inspected = run(&["inspect", "--json", path], None);
+    assert!(inspected.status.success(), "{}", stderr(&inspected));
+    let call = r#"{"type": "function", "id": "c", "function": {"name": "browser_click", "arguments": "{\"element\": \"打开https://a.example 按钮\", \"ref\": \"e2\"}"}}"#;
+    let checked = run(&["check-call", "--call", call, path], None);
+    assert!(
+        matches!(checked.status.code(), Some(0 | 3)),
+        "{:?}: {}",
+        checked.status,
+        stderr(&checked)
+    );
+}

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Optional, Union
 from . import _native
 from ._native import (
     ConfigValueError,
+    InternalError,
     InvalidJSONError,
     NotARequestError,
     StaleguardError,
@@ -37,6 +38,7 @@ __all__ = [
     "NotARequestError",
     "UnknownFormatError",
     "ConfigValueError",
+    "InternalError",
 ]
 
 Config = Union[Mapping[str, Any], str, "os.PathLike[str]", None]
@@ -55,7 +57,8 @@ def project(body: Any, *, format: str = "auto", config: Config = None) -> Any:
 
     Raises ``InvalidJSONError`` (with ``line``, ``column``, ``offset``),
     ``NotARequestError``, ``UnknownFormatError`` or ``ConfigValueError``, all
-    ``StaleguardError`` and so ``ValueError``.
+    ``StaleguardError`` and so ``ValueError``; ``InternalError`` (a ``StaleguardError`` too)
+    is a bug in staleguard, never the body's fault.
     """
     config_toml = _config_text(config)
     if isinstance(body, str):

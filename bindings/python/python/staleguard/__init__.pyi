@@ -24,6 +24,9 @@ class UnknownFormatError(StaleguardError):
 class ConfigValueError(StaleguardError):
     """A config key or value (or an environment variable) is not allowed."""
 
+class InternalError(StaleguardError):
+    """A bug in staleguard (it panicked): the request was not projected."""
+
 class Verdict:
     """The guard's answer about one proposed browser call."""
     @property
