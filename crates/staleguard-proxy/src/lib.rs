@@ -431,19 +431,6 @@ async fn rewrite(
     if !settings.staleguard.browser_history_compaction {
         return Ok((frames.into(), Outcome::Untouched));
     }
-    // Fail-closed refuses; fail-open goes on with the body as it came.
-    let refuse = |reason: &'static str, message: String| -> Result<(), Refusal> {
-        if settings.fail_closed {
-            Err(refusal(
-                "refused",
-                StatusCode::BAD_REQUEST,
-                reason,
-                &message,
-            ))
-        } else {
-            Ok(())
-        }
-    };
     let engine = shared.engine.clone();
     let memo = shared.memo.clone();
     // The next turn of a session the memo holds is projected here, where its body arrived,
@@ -455,9 +442,9 @@ async fn rewrite(
         match caught(|| Ok(resumed_from(&frames, format, &engine, memo.as_deref()))) {
             Ok(Some(done)) => return Ok(projected(headers, done)),
             Ok(None) => {}
-            Err(message) => {
-                return refuse("unreadable_body", message)
-                    .map(|_| (frames.into(), Outcome::Passthrough("unreadable-body")))
+            Err(failed) => {
+                return failed_projection(&shared.metrics, settings.fail_closed, headers, failed)
+                    .map(|o| (frames.into(), o))
             }
         }
     }
@@ -474,8 +461,9 @@ async fn rewrite(
             ));
         }
         Err(Decode::Failed(message)) => {
-            return refuse("undecodable_body", message)
-                .map(|_| (body.into(), Outcome::Passthrough("undecodable-body")));
+            let failed = Failed::Unreadable("undecodable-body", message);
+            return failed_projection(&shared.metrics, settings.fail_closed, headers, failed)
+                .map(|o| (body.into(), o));
         }
     };
     // A decoded body may be the next turn too; an identity one was asked above.
@@ -492,8 +480,95 @@ async fn rewrite(
     };
     match done {
         Ok(done) => Ok(projected(headers, done)),
-        Err(message) => refuse("unreadable_body", message)
-            .map(|_| (body.into(), Outcome::Passthrough("unreadable-body"))),
+        Err(failed) => failed_projection(&shared.metrics, settings.fail_closed, headers, failed)
+            .map(|o| (body.into(), o)),
+    }
+}
+
+/// Why a model request could not be projected.
+enum Failed {
+    /// The body cannot be read (`unreadable-body`, `undecodable-body`): the client's to fix.
+    Unreadable(&'static str, String),
+    /// staleguard panicked: a bug of ours, whatever the body.
+    Internal,
+}
+
+impl Failed {
+    /// The reason as the `x-staleguard` header, the log and the metric name it.
+    fn reason(&self) -> &'static str {
+        match self {
+            Failed::Unreadable(reason, _) => reason,
+            Failed::Internal => "internal-error",
+        }
+    }
+}
+
+/// A projection that failed: counted and logged (with the client's session, never the
+/// body), then the body goes upstream as it came (fail-open) or is refused (fail-closed).
+fn failed_projection(
+    metrics: &Metrics,
+    fail_closed: bool,
+    headers: &HeaderMap,
+    failed: Failed,
+) -> Result<Outcome, Refusal> {
+    let reason = failed.reason();
+    metrics.projection_failed(reason);
+    let session = session_of(headers);
+    let forwarded = match fail_closed {
+        true => "refused",
+        false => "forwarded unprojected",
+    };
+    match &failed {
+        Failed::Internal => tracing::warn!(
+            session = %session,
+            reason,
+            "projection failed: an internal error of staleguard (a bug, please report it); the request is {forwarded}"
+        ),
+        Failed::Unreadable(..) => tracing::warn!(
+            session = %session,
+            reason,
+            "projection failed: the body cannot be read; the request is {forwarded}"
+        ),
+    }
+    match (failed, fail_closed) {
+        (_, false) => Ok(Outcome::Passthrough(reason)),
+        (Failed::Unreadable(_, message), true) => Err(refusal(
+            "refused",
+            StatusCode::BAD_REQUEST,
+            if reason == "undecodable-body" { "undecodable_body" } else { "unreadable_body" },
+            &message,
+        )),
+        (Failed::Internal, true) => Err(refusal(
+            "refused",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "staleguard could not project this request (an internal error, logged); it was not forwarded",
+        )),
+    }
+}
+
+/// The client's session, as agents name it in a header (Codex `session-id`, opencode
+/// `x-session-id`, Claude Code `x-claude-code-session-id`), for the log: `-` without one.
+/// Only an identifier's characters are kept, at most 64, so a header cannot forge a log line.
+fn session_of(headers: &HeaderMap) -> String {
+    const NAMES: [&str; 4] = [
+        "session-id",
+        "x-session-id",
+        "x-claude-code-session-id",
+        "thread-id",
+    ];
+    let value = NAMES
+        .iter()
+        .find_map(|name| headers.get(*name)?.to_str().ok())
+        .unwrap_or("-");
+    let kept: String = value
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        .take(64)
+        .collect();
+    match kept.is_empty() {
+        true => "-".to_string(),
+        false => kept,
     }
 }
 
@@ -574,9 +649,11 @@ fn text_of(plain: &Bytes) -> Result<&str, String> {
 
 /// Runs `work` here; a panic in it is an error (fail-open or 400), never a dropped
 /// connection.
-fn caught<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .unwrap_or_else(|_| Err("projection failed: it panicked".to_string()))
+fn caught<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, Failed> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        Ok(done) => done.map_err(|message| Failed::Unreadable("unreadable-body", message)),
+        Err(_) => Err(Failed::Internal),
+    }
 }
 
 /// Runs `work`, a whole projection (tens of milliseconds for a megabyte), on tokio's
@@ -586,10 +663,12 @@ fn caught<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
 /// one resumed turn in ten stalled 4 to 7 ms on that in the latency bench.)
 async fn off_the_scheduler<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(format!("projection task failed: {e}")))
+) -> Result<T, Failed> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done.map_err(|message| Failed::Unreadable("unreadable-body", message)),
+        // A panic (or a runtime shutting down under it) is ours, never the body's.
+        Err(_) => Err(Failed::Internal),
+    }
 }
 
 /// The breakpoint of our own as the log names it: `no_room` says the request already had
@@ -845,5 +924,93 @@ mod tests {
         assert!(!asks(&["h2c"]));
         assert!(!asks(&["websockets"]));
         assert!(!asks(&["HTTP/2.0"]));
+    }
+
+    /// A writer into a shared buffer, for the log of one test (`with_default`).
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Work that panics the way issue 41's projection did, on the body's own text.
+    fn panicking_projection() -> Result<usize, String> {
+        let body = std::hint::black_box("打开https://shop.example.com secret-body-text");
+        Ok(body[..1].len())
+    }
+
+    #[test]
+    fn a_panic_in_a_projection_is_counted_logged_and_passed_through() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let metrics = Metrics::new();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-session-id",
+            HeaderValue::from_static("ses_42 \"forged=1\""),
+        );
+        let outcome = tracing::subscriber::with_default(subscriber, || {
+            let failed = caught(panicking_projection).expect_err("the panic is caught");
+            failed_projection(&metrics, false, &headers, failed)
+        });
+        let outcome = outcome.ok().expect("fail-open forwards the body");
+        assert_eq!(
+            outcome.header().unwrap(),
+            "passthrough; reason=internal-error"
+        );
+        assert_eq!(outcome.label(), "passthrough");
+        let text = metrics.text();
+        let line = "staleguard_proxy_projection_failures_total{reason=\"internal-error\"} 1";
+        assert!(text.contains(line), "{text}");
+        let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(log.contains("WARN"), "{log}");
+        assert!(log.contains("internal error"), "{log}");
+        assert!(log.contains("session=ses_42forged1"), "{log}");
+        assert!(
+            !log.contains("secret-body-text") && !log.contains("打开"),
+            "{log}"
+        );
+    }
+
+    #[test]
+    fn failing_closed_answers_500_for_our_bug_and_400_for_a_bad_body() {
+        let metrics = Metrics::new();
+        let headers = HeaderMap::new();
+        let internal = caught(panicking_projection).err().unwrap();
+        let refused = failed_projection(&metrics, true, &headers, internal)
+            .err()
+            .unwrap();
+        assert_eq!(refused.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(refused.kind, "internal_error");
+        let unreadable = caught(|| Err::<(), _>("not JSON".to_string()))
+            .err()
+            .unwrap();
+        let refused = failed_projection(&metrics, true, &headers, unreadable)
+            .err()
+            .unwrap();
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert_eq!(refused.kind, "unreadable_body");
+        let text = metrics.text();
+        assert!(text.contains("projection_failures_total{reason=\"unreadable-body\"} 1"));
+    }
+
+    #[tokio::test]
+    async fn a_panic_on_the_blocking_pool_is_an_internal_error() {
+        let failed = off_the_scheduler(panicking_projection).await.err();
+        assert_eq!(failed.map(|f| f.reason()), Some("internal-error"));
+        let done = off_the_scheduler(|| Ok::<_, String>(3)).await.ok();
+        assert_eq!(done, Some(3));
     }
 }

@@ -31,6 +31,10 @@ pub(crate) const OUTCOMES: &[&str] = &[
     "websocket_refused",
 ];
 
+/// Why a model request could not be projected: the `reason` label of `projection_failures_total`.
+pub(crate) const FAILURE_REASONS: &[&str] =
+    &["internal-error", "unreadable-body", "undecodable-body"];
+
 /// Upper bounds of the added-latency buckets, in seconds: the proxy adds milliseconds on
 /// most requests and up to a second on bodies of many megabytes.
 const LATENCY_BUCKETS: [f64; 13] = [
@@ -46,6 +50,7 @@ pub struct Metrics {
     saved_bytes: Gauge,
     input_tokens: Family<Label, Counter>,
     answers: Family<Label, Counter>,
+    projection_failures: Family<Label, Counter>,
     added_latency: Histogram,
 }
 
@@ -64,6 +69,7 @@ impl Metrics {
             saved_bytes: Gauge::default(),
             input_tokens: Family::default(),
             answers: Family::default(),
+            projection_failures: Family::default(),
             added_latency: Histogram::new(LATENCY_BUCKETS),
         };
         metrics.register()
@@ -84,6 +90,7 @@ impl Metrics {
             &["cache_read", "cache_write", "uncached"],
         );
         zero(&self.answers, "usage", &["read", "missing", "skipped"]);
+        zero(&self.projection_failures, "reason", FAILURE_REASONS);
         let r = &mut self.registry;
         r.register(
             "requests",
@@ -111,6 +118,11 @@ impl Metrics {
             self.answers.clone(),
         );
         r.register(
+            "projection_failures",
+            "Model requests that could not be projected, by reason (internal-error: a bug of staleguard's; the others: a body that cannot be read); each went upstream unprojected, or was refused when failing closed",
+            self.projection_failures.clone(),
+        );
+        r.register(
             "added_latency_seconds",
             "Time from a request's arrival until the proxy forwarded it (body read and projection)",
             self.added_latency.clone(),
@@ -133,6 +145,13 @@ impl Metrics {
         count("forwarded", forwarded);
         let saved = received as i64 - forwarded as i64;
         self.saved_bytes.inc_by(saved);
+    }
+
+    /// A model request could not be projected, for `reason` (one of [`FAILURE_REASONS`]).
+    pub fn projection_failed(&self, reason: &'static str) {
+        self.projection_failures
+            .get_or_create(&[("reason", reason)])
+            .inc();
     }
 
     pub fn forwarded_after(&self, added: Duration) {
@@ -211,6 +230,7 @@ mod tests {
             uncached: 7,
         }));
         m.answer(&UsageRead::Skipped("br".into()));
+        m.projection_failed("internal-error");
         let text = m.text();
         let got = |s: &str| sample(&text, s);
         assert_eq!(
@@ -233,6 +253,14 @@ mod tests {
         assert_eq!(
             got("staleguard_proxy_answers_total{usage=\"skipped\"}"),
             1.0
+        );
+        assert_eq!(
+            got("staleguard_proxy_projection_failures_total{reason=\"internal-error\"}"),
+            1.0
+        );
+        assert_eq!(
+            got("staleguard_proxy_projection_failures_total{reason=\"unreadable-body\"}"),
+            0.0
         );
         assert_eq!(got("staleguard_proxy_added_latency_seconds_count"), 1.0);
         assert_eq!(
