@@ -11,6 +11,8 @@ pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// The server is gone: the code the MCP SDKs give a closed connection.
 pub(crate) const CONNECTION_CLOSED: i64 = -32000;
+/// JSON-RPC's internal error: a bug of the relay's, never the request's.
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
 
 /// What a JSON value from the client is.
 #[derive(Debug)]

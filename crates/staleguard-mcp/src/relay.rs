@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::panic::{self, AssertUnwindSafe};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -183,6 +184,9 @@ pub struct Relay {
     dropped: Vec<String>,
     /// How the server ended, once it has: every request is then answered with an error.
     gone: Option<String>,
+    /// The key of the answer being read from the server, for the error that replaces it
+    /// should reading it fail.
+    answering: Option<String>,
 }
 
 impl Relay {
@@ -207,6 +211,7 @@ impl Relay {
             abandoned: VecDeque::new(),
             dropped: Vec::new(),
             gone: None,
+            answering: None,
         }
     }
 
@@ -231,7 +236,29 @@ impl Relay {
     /// request an invalid-request error (-32600) with its id where it has a readable one, a
     /// batch one error per request in it; none of them reaches the server. A notification is
     /// never answered.
+    ///
+    /// A panic of the relay's own (a bug) never ends the session: the request is answered
+    /// with an internal error (-32603) and not forwarded.
     pub fn from_client(&mut self, line: &[u8]) -> Vec<Output> {
+        self.contained(
+            |relay| relay.client_line(line),
+            |relay| relay.internal_error(line),
+        )
+    }
+
+    /// `work`, or `fallback` when `work` panics (a bug of the relay's): the session goes on.
+    fn contained(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Vec<Output>,
+        fallback: impl FnOnce(&mut Self) -> Vec<Output>,
+    ) -> Vec<Output> {
+        match panic::catch_unwind(AssertUnwindSafe(|| work(self))) {
+            Ok(out) => out,
+            Err(_) => fallback(self),
+        }
+    }
+
+    fn client_line(&mut self, line: &[u8]) -> Vec<Output> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Vec::new();
         }
@@ -450,7 +477,52 @@ impl Relay {
         self.server_line(Cow::Owned(line))
     }
 
+    /// A panic of the relay's own (a bug) never ends the session: the client request the
+    /// line answers gets an internal error (-32603) instead of the server's answer.
     fn server_line(&mut self, line: Cow<'_, [u8]>) -> Vec<Output> {
+        self.answering = None;
+        self.contained(
+            |relay| relay.read_server_line(line),
+            Relay::internal_error_for_answer,
+        )
+    }
+
+    /// After a panic on a client line: an internal error for the request in it, if any.
+    fn internal_error(&mut self, line: &[u8]) -> Vec<Output> {
+        self.note(
+            "internal error while checking a request (a bug in staleguard, please report it); it was not forwarded".into(),
+        );
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            return Vec::new();
+        };
+        let Message::Request { id, .. } = jsonrpc::classify(&message) else {
+            return Vec::new();
+        };
+        self.pending.remove(&id_key(id));
+        vec![to_client(&internal_error(id, INTERNAL_ERROR_UNSENT))]
+    }
+
+    /// After a panic on a server line: the client request it answered, or the call held for
+    /// the relay's own snapshot, gets an internal error.
+    fn internal_error_for_answer(&mut self) -> Vec<Output> {
+        self.note(
+            "internal error while reading an answer of the server (a bug in staleguard, please report it); the client got an error instead".into(),
+        );
+        let Some(key) = self.answering.take() else {
+            return Vec::new();
+        };
+        let why = INTERNAL_ERROR_ANSWER;
+        if let Some(parked) = self.parked.take_if(|p| id_key(&json!(p.own_id)) == key) {
+            return vec![to_client(&internal_error(&parked.id, why))];
+        }
+        self.pending.remove(&key);
+        match serde_json::from_str::<Value>(&key) {
+            Ok(id) => vec![to_client(&internal_error(&id, why))],
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn read_server_line(&mut self, line: Cow<'_, [u8]>) -> Vec<Output> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Vec::new();
         }
@@ -484,6 +556,7 @@ impl Relay {
         let Some(key) = answer else {
             return vec![Output::ToClient(line.into_owned())];
         };
+        self.answering = Some(key.clone());
         if self
             .parked
             .as_ref()
@@ -1147,6 +1220,17 @@ fn invalid_request(id: &Value, why: &str) -> Value {
     )
 }
 
+/// What the model reads when the relay failed on its request before sending it on.
+const INTERNAL_ERROR_UNSENT: &str = "staleguard mcp: internal error while checking this request (a bug in staleguard, please report it); it was not sent to the browser";
+
+/// What the model reads when the relay failed on the server's answer to its request.
+const INTERNAL_ERROR_ANSWER: &str = "staleguard mcp: internal error while reading the browser's answer to this request (a bug in staleguard, please report it); the call may have run: take a fresh snapshot before acting again";
+
+/// The answer to a request the relay failed on: `why` says what became of it.
+fn internal_error(id: &Value, why: &str) -> Value {
+    jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, why)
+}
+
 /// The answer to a request the server can no longer answer.
 fn gone_error(id: &Value, how: &str) -> Value {
     jsonrpc::error(
@@ -1206,5 +1290,69 @@ fn string_bytes(value: &Value) -> usize {
         Value::Array(items) => items.iter().map(|v| string_bytes(v) + 1).sum(),
         Value::Object(map) => map.iter().map(|(k, v)| k.len() + 4 + string_bytes(v)).sum(),
         _ => 8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relay() -> Relay {
+        Relay::new(Options::new(Config::default(), &McpConfig::default()))
+    }
+
+    fn errors_to_client(out: &[Output]) -> Vec<Value> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::ToClient(l) => serde_json::from_slice(l).ok(),
+                Output::ToServer(_) => None,
+            })
+            .collect()
+    }
+
+    /// A bug of the relay's (a panic) on a client's call answers that call with an internal
+    /// error, forwards nothing, and the session goes on.
+    #[test]
+    fn a_panic_on_a_call_answers_it_with_an_internal_error() {
+        let mut r = relay();
+        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"browser_click","arguments":{"ref":"e1"}}}"#;
+        let out = r.contained(|_| panic!("a bug"), |r| r.internal_error(call));
+        let answers = errors_to_client(&out);
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert_eq!(answers[0]["id"], 7);
+        assert_eq!(answers[0]["error"]["code"], jsonrpc::INTERNAL_ERROR);
+        let said = answers[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("not sent to the browser"), "{said}");
+        assert!(r.take_notes().iter().any(|n| n.contains("internal error")));
+        // The session goes on: the same id is free again, and a request is forwarded.
+        let out = r.from_client(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+        assert!(matches!(out.as_slice(), [Output::ToServer(_)]));
+    }
+
+    /// A panic while reading the server's answer to a forwarded call answers the client's
+    /// call with an internal error instead of leaving it waiting.
+    #[test]
+    fn a_panic_on_an_answer_answers_the_call_it_was_for() {
+        let mut r = relay();
+        let call = br#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"browser_snapshot","arguments":{}}}"#;
+        assert!(matches!(
+            r.from_client(call).as_slice(),
+            [Output::ToServer(_)]
+        ));
+        let answer =
+            br#"{"jsonrpc":"2.0","id":"c-1","result":{"content":[{"type":"text","text":"x"}]}}"#;
+        let out = r.contained(
+            |relay| {
+                relay.answering = Some(id_key(&json!("c-1")));
+                panic!("a bug while reading {}", answer.len())
+            },
+            Relay::internal_error_for_answer,
+        );
+        let answers = errors_to_client(&out);
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert_eq!(answers[0]["id"], "c-1");
+        let said = answers[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("may have run"), "{said}");
+        assert_eq!(r.in_flight(), 0);
     }
 }

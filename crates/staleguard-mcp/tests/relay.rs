@@ -306,6 +306,59 @@ fn the_recorded_order_session_loses_no_order() {
     assert!(refused[1].1.contains("repeats"), "{}", refused[1].1);
 }
 
+/// Issue 41: text in any script right against a URL, in every text the relay reads (a
+/// call's description and typed text, the pages' text, names and titles): the recorded
+/// session so rewritten is relayed as the recorded one is: the same two calls refused, the
+/// same answers, and no internal error.
+#[test]
+fn the_recorded_order_with_chinese_against_urls_loses_no_order() {
+    let zh = "打开http://127.0.0.1:8431/order/form.html";
+    let recorded = recorded_order();
+    let text = recorded
+        .replace("Ada Lovelace", &format!("Ada Lovelace {zh}然后"))
+        .replace("Place order button", &format!("Place order button →{zh}"))
+        .replace(
+            "Confirm your order",
+            &format!("确认订单{zh} Confirm your order"),
+        );
+    assert!(text.matches(zh).count() > 10);
+    let english = relayed(&recorded);
+    let chinese = relayed(&text);
+    assert_eq!(chinese.0, [json!(11), json!(13)]);
+    assert_eq!(chinese.0, english.0, "refused");
+    assert_eq!(chinese.1, english.1, "answers and errors to the client");
+    assert!(english.1 > 10);
+    assert!(
+        !chinese.2.iter().any(|n| n.contains("internal error")),
+        "{:?}",
+        chinese.2
+    );
+}
+
+/// A recorded session through a relay: the ids it refused, how many answers reached the
+/// client, and its notes.
+fn relayed(text: &str) -> (Vec<Value>, usize, Vec<String>) {
+    let mut r = relay();
+    let (mut refused, mut answered) = (Vec::new(), 0);
+    let mut forwarded = std::collections::HashSet::new();
+    for l in text.lines() {
+        let record: Value = serde_json::from_str(l).expect("record");
+        let msg = &record["msg"];
+        if record["dir"] == "client->server" {
+            let out = r.from_client(&line(msg));
+            forwarded.extend(to_server(&out).iter().map(|m| m["id"].to_string()));
+            refused.extend(to_client(&out).iter().map(|m| m["id"].clone()));
+        } else if msg.get("method").is_some() || forwarded.contains(&msg["id"].to_string()) {
+            let out = r.from_server(&line(msg));
+            answered += to_client(&out)
+                .iter()
+                .filter(|m| m.get("error").is_none())
+                .count();
+        }
+    }
+    (refused, answered, r.take_notes())
+}
+
 #[test]
 fn a_snapshot_never_answered_is_given_up() {
     let (mut r, own_id) = holding_a_click();
