@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { project } from 'staleguard';
 
 const REPO = process.env.STALEGUARD_REPO ?? path.resolve(import.meta.dirname ?? '.', '../..');
-const FIXTURE = path.resolve(REPO, '../shared/fixtures/pwmcp-0.0.41/long_page.openai.json');
+const FIXTURE = path.resolve(REPO, 'fixtures/pwmcp-0.0.41/long_page.openai.json');
 const RUNS = 25;
 
 function megabyteRequest() {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import staleguard
 
-FIXTURE = Path(__file__).resolve().parents[2].parent / "shared/fixtures/pwmcp-0.0.41/long_page.openai.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/pwmcp-0.0.41/long_page.openai.json"
 
 
 def megabyte_request() -> str:

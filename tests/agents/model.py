@@ -11,14 +11,14 @@ The first line on standard output is the port it listens on (127.0.0.1 only).
 As the model it acts as a real model would: every answer is decided from what the request holds
 (the tools it offers, the newest page snapshot among the tool results, the calls the model made
 since, refusals), never from how many requests came before, because agents send side requests
-(titles, summaries, tool searches) of their own. The order flow of ../shared/site/pages/order:
+(titles, summaries, tool searches) of their own. The order flow of tests/site/pages/order:
 
   1. (tools deferred behind a tool search) search for the browser tools
   2. navigate to the form URL named in the first user message
   3. type the name, type the quantity, select the colour, click "Review order"
   4. on the confirm page click "Place order"
   5. on the done page click "Place order" again with the SAME arguments: the stale ref the
-     recordings in ../shared/fixtures/*/order.* reused, which cancelled the order there
+     recordings in fixtures/*/order.* reused, which cancelled the order there
   6. when a result says "staleguard refused this call", take a snapshot
   7. answer with a final text that quotes the page's confirmation line
 
@@ -36,7 +36,7 @@ works: after every page it is shown (a browser result with a page, or with --rea
 file read back), and before its next browser call, it runs the chores that page's place in the
 session calls for, with the agent's own tools: `Bash` (`cat`, `sed -n`, `ls -laR`, `curl -s` of the
 test site, a doctest run) and `Read` of large files, all of them real files of this machine that
-do not change (Python's standard library in /usr/lib/python3.11, ../shared). Each chore is done
+do not change (Python's standard library in /usr/lib/python3.11, this checkout's docs and recordings). Each chore is done
 once after its page; a chore is done when a call with its exact input follows the page. Which
 chores and which flow come from the request: the n-th page of the request gets the n-th list of
 chores (pages collapsed to a staleguard receipt count), and the first user message names the flow:
@@ -72,6 +72,7 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 LOCK = threading.Lock()
 RECORDS = []
@@ -311,6 +312,8 @@ SITE = re.compile(r"https?://127\.0\.0\.1:\d+")
 # How staleguard's receipt of a collapsed page starts.
 RECEIPT = "[staleguard receipt]"
 PY = "/usr/lib/python3.11"
+# This checkout: the chores read its spec, design notes, test site and recordings.
+REPO = str(Path(__file__).resolve().parents[2])
 
 
 def bash(command, description):
@@ -330,7 +333,7 @@ def order_chores(site):
     """The chores after the n-th page of the order flow (index n - 1): 15-90 KB of output each
     (with --readback five of them, in another order)."""
     return [
-        [bash("ls -laR /work/shared/site", "List the test site"),
+        [bash(f"ls -laR {REPO}/tests/site", "List the test site"),
          read(f"{PY}/pathlib.py"),
          bash(f"curl -s {site}/order/confirm.html", "Fetch the confirm page's HTML")],
         [bash(f"sed -n '1,700p' {PY}/http/server.py", "Read how http.server answers GET"),
@@ -338,17 +341,17 @@ def order_chores(site):
         [read(f"{PY}/http/client.py"),
          bash(f"grep -rn 'def ' {PY}/http/", "List the http package's functions")],
         [bash(f"curl -s {site}/index.html {site}/order/done.html", "Fetch the home and done pages"),
-         read("/work/shared/SPEC.md"),
+         read(f"{REPO}/docs/SPEC.md"),
          bash(f"ls -la {PY}", "List the standard library")],
         [read(f"{PY}/json/decoder.py"),
          read(f"{PY}/json/encoder.py"),
          bash(f"sed -n '700,1400p' {PY}/http/server.py", "Read the rest of http.server")],
         [bash(f"python3 -m doctest -v {PY}/statistics.py", "Run statistics' doctests"),
          read(f"{PY}/shutil.py"),
-         bash("ls -laR /work/shared/fixtures", "List the shared fixtures")],
-        [bash("cat /work/shared/site/check.mjs", "Read the fixture checker"),
+         bash(f"ls -laR {REPO}/fixtures/ankita {REPO}/fixtures/cdmcp-1.11.0 {REPO}/fixtures/pwmcp-0.0.41 {REPO}/fixtures/pwmcp-0.0.83", "List the recorded fixtures")],
+        [bash(f"cat {REPO}/tests/site/check.mjs", "Read the fixture checker"),
          bash(f"python3 -m doctest -v {PY}/fractions.py", "Run fractions' doctests"),
-         read("/work/shared/DESIGN.md")],
+         read(f"{REPO}/docs/DESIGN.md")],
     ]
 
 
@@ -367,7 +370,7 @@ def catalog_plan(site):
         bash(f"grep -rn 'def ' {PY}/http/", "List the http package's functions"),
         ("browser_type", ("searchbox", "Search articles", "home battery")),
         bash(f"curl -s '{site}/research/results.html?q=home+battery'", "Fetch the results page's HTML"),
-        read("/work/shared/SPEC.md"),
+        read(f"{REPO}/docs/SPEC.md"),
         bash(f"python3 -m doctest -v {PY}/difflib.py", "Run difflib's doctests"),
         read(f"{PY}/json/encoder.py"),
         ("browser_click", ("link", "Home battery prices fell 14% in 2024")),
@@ -384,7 +387,7 @@ def catalog_plan(site):
         bash(f"curl -s {site}/index.html", "Fetch the home page's HTML"),
         ("browser_navigate", {"url": catalog}),
         bash(f"python3 -m doctest -v {PY}/fractions.py", "Run fractions' doctests"),
-        read("/work/shared/DESIGN.md"),
+        read(f"{REPO}/docs/DESIGN.md"),
     ]
 
 

@@ -6,7 +6,7 @@
 The first line on standard output is the port it listens on (127.0.0.1 only). It is model.py's
 model behind another wire format: every answer is decided by model.decide() from what the
 request holds (the tools it offers, the newest page among the tool results, the calls made
-since, refusals), the order flow of ../shared/site/pages/order that model.py describes, and
+since, refusals), the order flow of tests/site/pages/order that model.py describes, and
 what it received is listed at `GET /_requests` as model.py lists it (the test puts model.py's
 recording relay in front of the proxy, as for the other agents).
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Records real transcripts of a scripted "model" driving Chromium through
 // Google's Chrome DevTools MCP server (npm `chrome-devtools-mcp`), for
-// snapshot-compaction tests. Modelled on shared/site/record.mjs (the
+// snapshot-compaction tests. Modelled on tests/site/record.mjs (the
 // @playwright/mcp recorder): same site, same scenarios, same output files.
 //
 // This copy (staleguard tests/record/record_cdmcp_formats.mjs) adds --server-arg, to
@@ -10,7 +10,7 @@
 // usage: node record_cdmcp_formats.mjs <install-dir> [--base URL] [--out DIR] [--only a,b]
 //                              [--chromium PATH] [--dead-url URL] [--server-arg FLAG]...
 //   <install-dir>  folder where `PUPPETEER_SKIP_DOWNLOAD=1 npm install chrome-devtools-mcp@VERSION` was run
-//   --base         where shared/site/pages is served (default http://127.0.0.1:8431)
+//   --base         where tests/site/pages is served (default http://127.0.0.1:8431)
 //   --out          output folder (default ./recorded/cdmcp-<version> in the current directory)
 //   --only         comma-separated scenario names (default: all)
 //   --chromium     browser executable (default /usr/bin/chromium)

@@ -7,7 +7,7 @@
 // (take_snapshot, uids). Data-driven: the scenarios are the JSON files in
 // tests/record/docsets/<set>.json, one per documentation set. The MCP client,
 // the request bodies and the facts check are those of record_realdocs.mjs
-// (pw) and /work/shared/site/record_cdmcp.mjs (cdmcp).
+// (pw) and tests/site/record_cdmcp.mjs (cdmcp).
 //
 // usage: node record_docsets.mjs [--server pw-0.0.41,pw-0.0.83,cdmcp-1.11.0]
 //                                [--base URL] [--out DIR] [--only set-task,...]

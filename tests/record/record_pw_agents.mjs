@@ -6,7 +6,7 @@
 // taken from a browser_find result, targeted (`target`) and depth-limited
 // (`depth`) snapshots, a CSS-selector target, a screenshot, a JavaScript alert
 // (`### Modal state`), browser_handle_dialog, browser_console_messages and
-// browser_tabs. Derived from /work/shared/site/record.mjs: the same MCP client,
+// browser_tabs. Derived from tests/site/record.mjs: the same MCP client,
 // scripted model and request bodies; other scenarios, plus facts files.
 //
 // Scenarios (see fixtures/pwmcp-0.0.83-agents/README.md for what they show):
@@ -24,13 +24,13 @@
 //                                  [--only a,b] [--chromium PATH]
 //   <install-dir>  folder where `npm install @playwright/mcp@0.0.83` was run
 //                  (tests/mcp/node/pw-0.0.83)
-//   --base         where /work/shared/site/pages is served (default http://127.0.0.1:8431)
+//   --base         where tests/site/pages is served (default http://127.0.0.1:8431)
 //   --out          output folder (default fixtures/pwmcp-0.0.83-agents)
 //   --only         comma-separated scenario names (default: all)
 //   --chromium     browser executable (default /usr/bin/chromium)
 //
 // Run it like this (from the repository root):
-//   python3 -m http.server 8431 --bind 127.0.0.1 --directory /work/shared/site/pages &
+//   python3 -m http.server 8431 --bind 127.0.0.1 --directory tests/site/pages &
 //   node tests/record/record_pw_agents.mjs tests/mcp/node/pw-0.0.83
 //   kill %1
 //

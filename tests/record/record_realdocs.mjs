@@ -3,7 +3,7 @@
 // (Debian's nodejs-doc, copied to fixtures/realdocs/site) through the real
 // Playwright MCP server, so that evidence and cache cost are measured on pages
 // as big and as cluttered as real ones (20-350 KB snapshots), not only on the
-// small shared test site. Derived from ../shared/site/record.mjs: the same MCP
+// small shared test site. Derived from tests/site/record.mjs: the same MCP
 // client, scripted model and request bodies; other scenarios, and facts files.
 //
 // usage: node record_realdocs.mjs <install-dir> [--base URL] [--out DIR]

@@ -17,8 +17,8 @@ function required(name) {
 
 /** The staleguard checkout the package was packed from. */
 export const REPO = required('STALEGUARD_REPO');
-/** The recorded sessions of ../shared/fixtures. */
-export const FIXTURES = path.resolve(REPO, '../shared/fixtures');
+/** The recorded sessions (fixtures/). */
+export const FIXTURES = path.resolve(REPO, 'fixtures');
 
 /** The cargo-built CLI of the same checkout (STALEGUARD_BIN, else target/debug). */
 export function cliBinary() {

@@ -18,7 +18,7 @@ import { cleanEnv, REPO } from './helpers.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const PLAYWRIGHT = path.join(REPO, 'tests/mcp/node/pw-0.0.41/node_modules/.bin/mcp-server-playwright');
-const PAGES = path.resolve(REPO, '../shared/site/pages');
+const PAGES = path.resolve(REPO, 'tests/site/pages');
 
 let site;
 let base;

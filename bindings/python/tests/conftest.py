@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "pwmcp-0.0.41"
+FIXTURES = REPO / "fixtures" / "pwmcp-0.0.41"
 SESSIONS = sorted(p.name for p in FIXTURES.glob("*.json") if p.name.endswith((".openai.json", ".anthropic.json")))
 
 

@@ -4,7 +4,7 @@
 //! Every model turn of a recorded session is rebuilt (the messages before each assistant
 //! turn, then the whole body), sent through each strategy, rendered in cache order
 //! ([`render`]) and billed against the cache the strategy's earlier turns left
-//! ([`cache`]). The reference for the measure is `../shared/tools/cachecost.py`; the tests
+//! ([`cache`]). The reference for the measure is `tools/cachecost.py`; the tests
 //! compare with it.
 
 mod cache;

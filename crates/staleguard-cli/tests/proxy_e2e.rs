@@ -47,7 +47,7 @@ fn script(name: &str) -> PathBuf {
 
 fn fixture(rel: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
+        .join("../../fixtures")
         .join(rel);
     assert!(path.is_file(), "missing fixture {}", path.display());
     path

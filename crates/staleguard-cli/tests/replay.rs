@@ -1,5 +1,5 @@
 //! `staleguard replay`: the prompt-cache measure of SPEC 9, checked against the reference
-//! implementation `../shared/tools/cachecost.py` (run with python3 at test time), the
+//! implementation `tools/cachecost.py` (run with python3 at test time), the
 //! `newest-only` strategy, Anthropic's breakpoint rules, where facts are checked, and Gemini
 //! bodies replayed as their OpenAI twins.
 
@@ -25,19 +25,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn shared() -> PathBuf {
-    let shared = repo().join("../shared");
-    assert!(shared.is_dir(), "missing {}", shared.display());
-    shared
-}
-
 /// The recorded sessions of every @playwright/mcp version, in both request formats.
 fn recordings() -> Vec<PathBuf> {
     let dirs = [
         repo().join("fixtures/pwmcp-0.0.30"),
-        shared().join("fixtures/pwmcp-0.0.41"),
+        repo().join("fixtures/pwmcp-0.0.41"),
         repo().join("fixtures/pwmcp-0.0.56"),
-        shared().join("fixtures/pwmcp-0.0.83"),
+        repo().join("fixtures/pwmcp-0.0.83"),
     ];
     let mut out = Vec::new();
     for dir in dirs {
@@ -163,7 +157,7 @@ print(json.dumps(out))
 "#;
 
 fn reference(sessions: &[PathBuf]) -> Vec<Value> {
-    let tools = shared().join("tools");
+    let tools = repo().join("tools");
     assert!(
         tools.join("cachecost.py").is_file(),
         "missing the reference measure {}",
@@ -209,9 +203,9 @@ fn assert_same(name: &str, ours: &Value, theirs: &Value) {
 #[test]
 fn agrees_with_the_reference_measure() {
     let sessions = vec![
-        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.41/order.openai.json"),
         repo().join("fixtures/pwmcp-0.0.56/rerender.openai.json"),
-        shared().join("fixtures/pwmcp-0.0.83/research.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.83/research.openai.json"),
         repo().join("fixtures/pwmcp-0.0.30/long_page.openai.json"),
     ];
     let ours = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
@@ -282,9 +276,9 @@ fn results(body: &Value) -> Vec<(String, String)> {
 fn newest_only_replaces_every_older_observation_with_one_line() {
     let dir = scratch("newest-only");
     for session in [
-        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
-        shared().join("fixtures/pwmcp-0.0.41/order.anthropic.json"),
-        shared().join("fixtures/pwmcp-0.0.83/rerender.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.41/order.anthropic.json"),
+        repo().join("fixtures/pwmcp-0.0.83/rerender.openai.json"),
     ] {
         let out = run(
             &["--save-requests", dir.to_str().unwrap()],
@@ -385,7 +379,7 @@ fn breakpoints_model_reads_only_at_breakpoints() {
     let dir = scratch("breakpoints");
     // Recorded Anthropic bodies carry no breakpoint: by default a request without one (any
     // strategy's but one that adds its own) is not cached at all.
-    let recorded = shared().join("fixtures/pwmcp-0.0.41/order.anthropic.json");
+    let recorded = repo().join("fixtures/pwmcp-0.0.41/order.anthropic.json");
     let v = &replay(&[], std::slice::from_ref(&recorded))[0];
     assert_eq!(
         v["cache_model"], "breakpoints",
@@ -590,7 +584,7 @@ fn gemini_bodies_replay_as_their_openai_bodies_do() {
     let mut pairs = Vec::new();
     for version in ["pwmcp-0.0.41", "pwmcp-0.0.83"] {
         for s in SCENARIOS {
-            let chat = shared().join(format!("fixtures/{version}/{s}.openai.json"));
+            let chat = repo().join(format!("fixtures/{version}/{s}.openai.json"));
             let gemini = dir.join(format!("{s}.gemini.{version}.json"));
             let out = Command::new("python3")
                 .arg(repo().join("tests/proxy/clients.py"))
@@ -638,8 +632,8 @@ fn gemini_bodies_replay_as_their_openai_bodies_do() {
 #[test]
 fn a_table_per_session_and_a_summary() {
     let sessions = vec![
-        shared().join("fixtures/pwmcp-0.0.41/order.openai.json"),
-        shared().join("fixtures/pwmcp-0.0.41/long_page.anthropic.json"),
+        repo().join("fixtures/pwmcp-0.0.41/order.openai.json"),
+        repo().join("fixtures/pwmcp-0.0.41/long_page.anthropic.json"),
     ];
     let out = run(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
     assert!(
@@ -685,7 +679,7 @@ fn a_table_per_session_and_a_summary() {
 
 #[test]
 fn clear_oldest_rewrites_old_history_when_triggered() {
-    let path = shared().join("fixtures/pwmcp-0.0.41/order.openai.json");
+    let path = repo().join("fixtures/pwmcp-0.0.41/order.openai.json");
     let v = &replay(&["--trigger-tokens", "1000"], std::slice::from_ref(&path))[0];
     let cleared = strategy(v, "clear-oldest-3");
     assert!(
@@ -709,7 +703,7 @@ fn clear_oldest_rewrites_old_history_when_triggered() {
 
 #[test]
 fn csv_and_plot() {
-    let path = shared().join("fixtures/pwmcp-0.0.41/long_page.openai.json");
+    let path = repo().join("fixtures/pwmcp-0.0.41/long_page.openai.json");
     let svg = std::env::temp_dir().join(format!("staleguard-replay-{}.svg", std::process::id()));
     let out = run(&["--csv", "--plot", svg.to_str().unwrap()], &[path]);
     assert!(
@@ -735,7 +729,7 @@ fn csv_and_plot() {
 
 #[test]
 fn bad_arguments_are_named() {
-    let path = shared().join("fixtures/pwmcp-0.0.41/order.openai.json");
+    let path = repo().join("fixtures/pwmcp-0.0.41/order.openai.json");
     for (args, says) in [
         (vec!["--cache-model", "lru"], "--cache-model"),
         (vec!["--client-breakpoints", "all"], "--client-breakpoints"),
@@ -790,12 +784,12 @@ fn staleguard_is_never_dearer_and_keeps_the_facts_where_needed() {
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".openai.json"))
         .collect();
-    let cdmcp = shared().join("fixtures/cdmcp-1.11.0");
+    let cdmcp = repo().join("fixtures/cdmcp-1.11.0");
     for s in SCENARIOS.iter().chain(&["order_inline"]) {
         sessions.push(cdmcp.join(format!("{s}.openai.json")));
     }
     let mut out = replay(&["--facts-dir", facts_dir().to_str().unwrap()], &sessions);
-    let ankita = shared().join("fixtures/ankita/order.openai.json");
+    let ankita = repo().join("fixtures/ankita/order.openai.json");
     let ankita_facts = facts_dir().join("ankita");
     out.extend(replay(
         &["--facts-dir", ankita_facts.to_str().unwrap()],

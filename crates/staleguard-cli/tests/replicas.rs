@@ -1,7 +1,7 @@
 //! More than one machine: two `staleguard proxy` replicas behind Debian's nginx, configured by
 //! `deploy/nginx.conf` (only its ports changed), against a single proxy on its own.
 //!
-//! Twelve recorded sessions (`../shared/fixtures/pwmcp-0.0.41`, OpenAI Chat and Anthropic
+//! Twelve recorded sessions (`fixtures/pwmcp-0.0.41`, OpenAI Chat and Anthropic
 //! Messages) are sent turn by turn, interleaved, each turn the session's history so far, as an
 //! agent sends it, with the session header of Claude Code, Codex, opencode or Gemini CLI (the
 //! ones `deploy/nginx.conf` hashes, see deploy/README.md). A scripted model in this test
@@ -44,7 +44,7 @@ fn repo() -> PathBuf {
 }
 
 fn fixture(rel: &str) -> PathBuf {
-    let path = repo().join("../shared/fixtures").join(rel);
+    let path = repo().join("fixtures").join(rel);
     assert!(path.is_file(), "missing fixture {}", path.display());
     path
 }

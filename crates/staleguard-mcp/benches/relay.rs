@@ -14,7 +14,7 @@ const ROUNDS: usize = 31;
 
 /// `(from_client, line)` of every recorded session.
 fn sessions() -> Vec<(bool, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pwmcp-0.0.41");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pwmcp-0.0.41");
     let mut lines = Vec::new();
     for s in [
         "order",

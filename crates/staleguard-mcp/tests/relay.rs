@@ -261,9 +261,9 @@ fn memory_is_bounded() {
 fn recorded_order() -> String {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures/pwmcp-0.0.41/order.mcp.jsonl"
+        "/../../fixtures/pwmcp-0.0.41/order.mcp.jsonl"
     );
-    std::fs::read_to_string(path).expect("the shared 0.0.41 order recording")
+    std::fs::read_to_string(path).expect("the 0.0.41 order recording")
 }
 
 /// The recorded 0.0.41 session, replayed through the relay with the recorded client's raw

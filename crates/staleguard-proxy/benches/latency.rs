@@ -31,7 +31,7 @@ const ROUNDS: usize = 200;
 /// session of different pages; without, the same page texts recur in every copy, each
 /// weighed in a context of its own, which the memo keeps one of per page.
 fn request(distinct: bool) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/pwmcp-0.0.41");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pwmcp-0.0.41");
     let mut messages = Vec::new();
     let mut round = 0;
     while serde_json::to_string(&messages).map_or(0, |s| s.len()) < TARGET_BYTES {

@@ -1,7 +1,7 @@
 //! Soak: the memory of the proxy under a steady stream of varied sessions, run by hand
 //! (not in CI). A scripted upstream and the proxy (compaction, evidence and progress on, a
 //! memo of `--memo-bytes`) run in this process; a few senders replay every recorded session
-//! of `../shared/fixtures/{pwmcp-0.0.41,pwmcp-0.0.83,cdmcp-1.11.0}` (OpenAI and Anthropic),
+//! of `fixtures/{pwmcp-0.0.41,pwmcp-0.0.83,cdmcp-1.11.0}` (OpenAI and Anthropic),
 //! turn by turn, at `--rate` requests per second for `--seconds`. Every cycle over the
 //! recordings appends its number to every tool result, so the memo keeps meeting new
 //! results and has to evict once it is full. Every 30 s it prints the requests done, the
@@ -103,7 +103,7 @@ impl Recording {
 }
 
 fn recordings() -> Vec<Recording> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let mut out = Vec::new();
     for dir in DIRS {
         let mut files: Vec<_> = std::fs::read_dir(root.join(dir))

@@ -73,7 +73,7 @@ impl Reader {
 }
 
 fn scenarios() -> Vec<PathBuf> {
-    let dir = shared_fixtures().join("pwmcp-0.0.83");
+    let dir = fixtures().join("pwmcp-0.0.83");
     let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -353,7 +353,7 @@ fn check_guard(body: &str, format: RequestFormat, reads: &[Inserted], what: &str
 // The new recordings: browser_find, targeted snapshots, selectors, page reports, the otp page
 
 fn agents_recording(name: &str) -> PathBuf {
-    repo_fixtures().join("pwmcp-0.0.83-agents").join(name)
+    fixtures().join("pwmcp-0.0.83-agents").join(name)
 }
 
 /// Each browser call of an OpenAI body with its arguments and whether its result failed.
@@ -448,9 +448,7 @@ fn a_description_that_names_another_element_is_refused() {
 #[test]
 fn the_description_rule_refuses_nothing_that_worked() {
     let mut bodies = Vec::new();
-    for root in [shared_fixtures(), repo_fixtures()] {
-        collect_openai(&root, &mut bodies);
-    }
+    collect_openai(&fixtures(), &mut bodies);
     let (mut examined, mut refused) = (0, 0);
     for path in &bodies {
         let body = read(path);
@@ -560,7 +558,7 @@ fn a_targeted_snapshot_refines_the_page_and_a_newer_full_tree_supersedes_it() {
 /// newest page stays live, and its refs are stale (SPEC 1: the file's stamp orders it).
 #[test]
 fn an_older_file_read_again_is_no_newer_page() {
-    let scenario = shared_fixtures().join("pwmcp-0.0.83/order.openai.json");
+    let scenario = fixtures().join("pwmcp-0.0.83/order.openai.json");
     let (body, reads) = with_reads_chat(&scenario, Reader::ClaudeArrow, true);
     let mut v: Value = serde_json::from_str(&body).expect("JSON");
     let messages = v["messages"].as_array_mut().expect("messages");
@@ -666,7 +664,7 @@ fn every_client_form_of_a_tool_name_is_recognised() {
     ];
     for version in ["pwmcp-0.0.41", "pwmcp-0.0.83"] {
         for name in ["order", "tabs_iframe"] {
-            let body = read(&shared_fixtures().join(format!("{version}/{name}.openai.json")));
+            let body = read(&fixtures().join(format!("{version}/{name}.openai.json")));
             let seen = |body: &str| {
                 let options = Options {
                     verdicts: true,
@@ -714,7 +712,7 @@ fn codex_namespaced_calls_are_recognised() {
     };
     for version in ["pwmcp-0.0.41", "pwmcp-0.0.83"] {
         for name in ["order", "tabs_iframe"] {
-            let chat = read(&shared_fixtures().join(format!("{version}/{name}.openai.json")));
+            let chat = read(&fixtures().join(format!("{version}/{name}.openai.json")));
             let bare = support::formats::chat_to_responses(&chat);
             let mut codex: Value = serde_json::from_str(&bare).expect("JSON");
             for item in codex["input"].as_array_mut().expect("input") {

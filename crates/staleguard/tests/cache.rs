@@ -118,7 +118,7 @@ fn gemini_history_stays_frozen_on_every_turn_of_every_recording() {
 /// result; projecting it again changes nothing.
 #[test]
 fn the_breakpoint_goes_just_before_the_newest_page() {
-    let body = read(&shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
+    let body = read(&fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
     let cut = turns(&body)[6].clone();
     let p = project_as(&cut, RequestFormat::Anthropic);
     let Some(Breakpoint::Added(_)) = p.breakpoint else {
@@ -147,7 +147,7 @@ fn the_breakpoint_goes_just_before_the_newest_page() {
 /// Four breakpoints of the client's own: no room for ours, and none moved or dropped.
 #[test]
 fn no_room_leaves_the_clients_breakpoints_alone() {
-    let body = read(&shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
+    let body = read(&fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
     let mut v: Value = serde_json::from_str(&body).unwrap();
     v["system"] = json!([{"type": "text", "text": "You drive a browser.", "cache_control": {"type": "ephemeral"}}]);
     let tools = v["tools"].as_array_mut().expect("tools");
@@ -169,9 +169,7 @@ fn no_room_leaves_the_clients_breakpoints_alone() {
 /// that may.
 #[test]
 fn the_breakpoint_skips_thinking_blocks() {
-    let chat = messages(&read(
-        &shared_fixtures().join("pwmcp-0.0.41/order.openai.json"),
-    ));
+    let chat = messages(&read(&fixtures().join("pwmcp-0.0.41/order.openai.json")));
     let page = chat[3]["content"].as_str().expect("a page").to_string();
     let body = json!({
         "model": "claude", "max_tokens": 100,

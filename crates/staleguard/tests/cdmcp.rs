@@ -24,7 +24,7 @@ const SCENARIOS: [&str; 7] = [
 ];
 
 fn recorded(scenario: &str, wire: &str) -> String {
-    read(&shared_fixtures().join(format!("cdmcp-1.11.0/{scenario}.{wire}.json")))
+    read(&fixtures().join(format!("cdmcp-1.11.0/{scenario}.{wire}.json")))
 }
 
 /// The scenario's body in each request format: OpenAI Chat and Anthropic as recorded, and
@@ -142,7 +142,7 @@ fn facts_stay_in_the_tool_results() {
         } else {
             scenario
         };
-        let facts = read(&repo_fixtures().join(format!("facts/{facts_of}.txt")));
+        let facts = read(&fixtures().join(format!("facts/{facts_of}.txt")));
         for (format, body) in bodies(scenario) {
             let p = project_as(&body, format);
             let kept = result_texts(&p.body).join("\n");

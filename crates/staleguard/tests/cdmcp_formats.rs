@@ -2,7 +2,7 @@
 //! `fixtures/cdmcp-1.11.0-toon`, recorded with `tests/record/record_cdmcp_formats.mjs`):
 //! the snapshot as JSON in `structuredContent` (forwarded as the tool content by some
 //! clients) and TOON-encoded under `## Latest page snapshot` read as the same observations
-//! as the text form of the same step (`../shared/fixtures/cdmcp-1.11.0`): the same uids,
+//! as the text form of the same step (`fixtures/cdmcp-1.11.0`): the same uids,
 //! roles, names, URL, title and fingerprint nodes. Older snapshots collapse, the newest stays
 //! byte for byte, and the guard refuses the stale uids the scenarios reuse.
 
@@ -32,12 +32,12 @@ fn recorded(variant: Variant, scenario: &str, wire: &str) -> String {
         Variant::Toon => ("cdmcp-1.11.0-toon", scenario.to_string()),
         Variant::Structured => ("cdmcp-1.11.0-json", format!("{scenario}_structured")),
     };
-    read(&repo_fixtures().join(format!("{dir}/{name}.{wire}.json")))
+    read(&fixtures().join(format!("{dir}/{name}.{wire}.json")))
 }
 
 /// The text-format recording of the same scenario.
 fn text_recording(scenario: &str) -> String {
-    read(&shared_fixtures().join(format!("cdmcp-1.11.0/{scenario}.openai.json")))
+    read(&fixtures().join(format!("cdmcp-1.11.0/{scenario}.openai.json")))
 }
 
 /// The body in each request format: OpenAI Chat and Anthropic as recorded, OpenAI
@@ -89,10 +89,8 @@ fn has_snapshot(variant: Variant, text: &str) -> bool {
 fn structured_content_leaves_the_text_as_it_was() {
     for scenario in SCENARIOS {
         for wire in ["openai", "anthropic"] {
-            let json =
-                read(&repo_fixtures().join(format!("cdmcp-1.11.0-json/{scenario}.{wire}.json")));
-            let text =
-                read(&shared_fixtures().join(format!("cdmcp-1.11.0/{scenario}.{wire}.json")));
+            let json = read(&fixtures().join(format!("cdmcp-1.11.0-json/{scenario}.{wire}.json")));
+            let text = read(&fixtures().join(format!("cdmcp-1.11.0/{scenario}.{wire}.json")));
             assert!(json == text, "{scenario}.{wire}: text content changed");
         }
     }

@@ -347,10 +347,10 @@ fn answer_index(body: &str) -> Option<usize> {
 #[test]
 fn recorded_facts_are_where_they_are_needed_in_every_version() {
     let dirs = [
-        repo_fixtures().join("pwmcp-0.0.30"),
-        shared_fixtures().join("pwmcp-0.0.41"),
-        repo_fixtures().join("pwmcp-0.0.56"),
-        shared_fixtures().join("pwmcp-0.0.83"),
+        fixtures().join("pwmcp-0.0.30"),
+        fixtures().join("pwmcp-0.0.41"),
+        fixtures().join("pwmcp-0.0.56"),
+        fixtures().join("pwmcp-0.0.83"),
     ];
     for dir in dirs {
         for (scenario, facts) in FACTS {
@@ -419,7 +419,7 @@ proptest! {
 
     #[test]
     fn caps_hold_and_quotes_are_whole((items, bytes, quote) in limits(), budget in proptest::option::of(2000usize..40000), scenario in 0usize..6) {
-        let path = shared_fixtures().join(format!("pwmcp-0.0.41/{}.openai.json", FACTS[scenario].0));
+        let path = fixtures().join(format!("pwmcp-0.0.41/{}.openai.json", FACTS[scenario].0));
         let body = read(&path);
         let config = Config {
             evidence_max_items: items,

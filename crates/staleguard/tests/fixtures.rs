@@ -79,7 +79,7 @@ fn failures_are_never_collapsed() {
 
 #[test]
 fn incremental_sessions_keep_the_live_document() {
-    let dir = repo_fixtures().join("pwmcp-0.0.56");
+    let dir = fixtures().join("pwmcp-0.0.56");
     for scenario in [
         "order",
         "research",
@@ -122,9 +122,9 @@ fn incremental_sessions_keep_the_live_document() {
 #[test]
 fn long_page_sessions_shrink_by_more_than_half() {
     let paths = [
-        shared_fixtures().join("pwmcp-0.0.41/long_page.openai.json"),
-        shared_fixtures().join("pwmcp-0.0.83/long_page.openai.json"),
-        repo_fixtures().join("pwmcp-0.0.30/long_page.openai.json"),
+        fixtures().join("pwmcp-0.0.41/long_page.openai.json"),
+        fixtures().join("pwmcp-0.0.83/long_page.openai.json"),
+        fixtures().join("pwmcp-0.0.30/long_page.openai.json"),
     ];
     for path in paths {
         let body = read(&path);
@@ -156,7 +156,7 @@ fn every_prefix_is_prefix_stable() {
 
 #[test]
 fn seed_format_cases() {
-    let body = read(&shared_fixtures().join("ankita/order.openai.json"));
+    let body = read(&fixtures().join("ankita/order.openai.json"));
     let p = project(&body);
     check_invariants(&body, &p);
     let by_call = |id: &str| {

@@ -20,8 +20,8 @@ const SCENARIOS: [&str; 6] = [
 
 fn versions() -> Vec<std::path::PathBuf> {
     vec![
-        shared_fixtures().join("pwmcp-0.0.41"),
-        shared_fixtures().join("pwmcp-0.0.83"),
+        fixtures().join("pwmcp-0.0.41"),
+        fixtures().join("pwmcp-0.0.83"),
     ]
 }
 
@@ -165,7 +165,7 @@ fn gemini_matches_openai_on_every_recorded_session_as_each_client_writes_it() {
 
 #[test]
 fn gemini_keeps_everything_but_result_values() {
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.83/order.openai.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.83/order.openai.json"));
     let body = chat_to_gemini(&chat, GeminiClient::Cli);
     let mut v: Value = serde_json::from_str(&body).unwrap();
     v["cachedContent"] = "cachedContents/abc123".into();
@@ -224,7 +224,7 @@ fn gemini_keeps_everything_but_result_values() {
 /// nothing.
 #[test]
 fn gemini_media_of_collapsed_results_are_dropped() {
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
     let body = chat_to_gemini(&chat, GeminiClient::Cli);
     let mut v: Value = serde_json::from_str(&body).unwrap();
     let results = response_contents(&v);
@@ -301,7 +301,7 @@ fn gemini_media_of_collapsed_results_are_dropped() {
 /// bare one is, every other key and byte is kept, and the format is told from the body.
 #[test]
 fn gemini_code_assist_bodies_are_projected_inside_their_wrapper() {
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
     let bare = chat_to_gemini(&chat, GeminiClient::Cli);
     let body = format!(
         r#"{{"model":"gemini-2.5-pro","project":"p-1","user_prompt_id":"u-7","request":{bare},"enabled_credit_types":[]}}"#
@@ -347,7 +347,7 @@ fn gemini_shapes_that_are_not_requests_are_clear_errors() {
     assert!(err.to_string().contains("nor `contents`"), "{err}");
     assert_eq!("Gemini".parse::<RequestFormat>(), Ok(RequestFormat::Gemini));
     // Odd contents, parts and responses are kept byte for byte; the rest is projected.
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
     let mut v: Value = serde_json::from_str(&chat_to_gemini(&chat, GeminiClient::Cli)).unwrap();
     let odd = serde_json::json!([null, 3, {"role": 7, "parts": []}, {"role": "user", "parts": "x"},
         {"role": "user", "parts": [null, {"functionResponse": {"name": "browser_click", "response": 5}},
@@ -372,7 +372,7 @@ proptest! {
     /// A Gemini body cut and spliced anywhere never panics, and what is projected is JSON.
     #[test]
     fn damaged_gemini_bodies_never_panic(cut in 0usize..30_000, junk in ".{0,8}") {
-        let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+        let chat = read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
         let body = chat_to_gemini(&chat, GeminiClient::PythonMcp);
         let mut at = cut.min(body.len());
         while !body.is_char_boundary(at) {
@@ -389,7 +389,7 @@ proptest! {
 
 #[test]
 fn anthropic_keeps_ids_errors_cache_control_system_and_thinking() {
-    let path = shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json");
+    let path = fixtures().join("pwmcp-0.0.41/order.anthropic.json");
     let mut v: Value = serde_json::from_str(&read(&path)).unwrap();
     v["system"] = serde_json::json!([{"type": "text", "text": "You drive a browser.", "cache_control": {"type": "ephemeral"}}]);
     v["context_management"] = serde_json::json!({"edits": [{"type": "clear_tool_uses_20250919"}]});
@@ -443,7 +443,7 @@ fn anthropic_keeps_ids_errors_cache_control_system_and_thinking() {
 
 #[test]
 fn responses_keep_reasoning_and_handle_server_side_history() {
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.83/research.openai.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.83/research.openai.json"));
     let body = chat_to_responses(&chat);
     let p = project_as(&body, RequestFormat::Auto);
     check_any(&body, &p, RequestFormat::Auto);
@@ -474,8 +474,8 @@ fn responses_keep_reasoning_and_handle_server_side_history() {
 
 #[test]
 fn nothing_to_collapse_round_trips_byte_for_byte() {
-    let chat = read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
-    let anthropic = read(&shared_fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
+    let chat = read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let anthropic = read(&fixtures().join("pwmcp-0.0.41/order.anthropic.json"));
     let cut = |body: &str, list: &str, keep: usize| {
         let mut v: Value = serde_json::from_str(body).unwrap();
         v[list].as_array_mut().unwrap().truncate(keep);

@@ -22,12 +22,10 @@ use support::*;
 
 const DIGESTS: &str = "tests/golden/digests.txt";
 
-/// Every request body recorded in a fixture folder, shared and the repository's own.
+/// Every request body recorded in a fixture folder.
 fn bodies() -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for root in [shared_fixtures(), repo_fixtures()] {
-        collect(&root, &mut found);
-    }
+    collect(&fixtures(), &mut found);
     found.sort();
     assert!(found.len() >= 60, "only {} recorded bodies", found.len());
     found
@@ -149,13 +147,12 @@ fn projections(body: &str, format: RequestFormat, config: &Config) -> Vec<(&'sta
 
 fn current() -> BTreeMap<String, String> {
     let mut digests = BTreeMap::new();
-    let roots = [("shared", shared_fixtures()), ("repo", repo_fixtures())];
+    let root = fixtures();
     for path in bodies() {
-        let (root, rel) = roots
-            .iter()
-            .find_map(|(name, dir)| Some((name, path.strip_prefix(dir).ok()?)))
-            .expect("a body under a fixture folder");
-        let shown = format!("{root}/{}", rel.display());
+        let rel = path
+            .strip_prefix(&root)
+            .expect("a body under the fixture folder");
+        let shown = rel.display();
         for (format_name, format, body) in formats(&path) {
             for (config_name, config) in configs() {
                 for (run, text) in projections(&body, format, &config) {

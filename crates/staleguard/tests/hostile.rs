@@ -44,7 +44,7 @@ const SERVERS: [&str; 3] = ["pwmcp-0.0.41", "pwmcp-0.0.83", "cdmcp-1.11.0"];
 // ------------------------------------------------------------------------- recordings
 
 fn hostile_dir() -> PathBuf {
-    support::repo_fixtures().join("hostile")
+    support::fixtures().join("hostile")
 }
 
 /// A recorded file of `server`'s folder, unpacked with `gzip -dc`.

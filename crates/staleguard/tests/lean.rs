@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use staleguard::{Config, LivePage, Options, RequestFormat, Status, LEAN_FOLD_TAG};
-use support::{on, read, repo_fixtures, shared_fixtures};
+use support::{fixtures, on, read};
 
 fn lean() -> Config {
     Config {
@@ -22,7 +22,7 @@ fn project(body: &str, config: &Config) -> staleguard::Projection {
 }
 
 fn docset(server: &str, session: &str) -> PathBuf {
-    repo_fixtures().join(format!("docsets/{server}/{session}.openai.json"))
+    fixtures().join(format!("docsets/{server}/{session}.openai.json"))
 }
 
 /// The recorded session at `path`, cut after its message `last`.
@@ -150,7 +150,7 @@ fn prose_that_answers_the_task_is_kept_verbatim() {
 #[test]
 fn a_long_table_keeps_its_ends_and_the_row_the_task_names() {
     // The parts catalog: 300 rows; the user asks for P-0237 and the last part.
-    let path = shared_fixtures().join("pwmcp-0.0.41/long_page.openai.json");
+    let path = fixtures().join("pwmcp-0.0.41/long_page.openai.json");
     let at = largest_result(&path);
     let body = cut(&path, at);
     let whole = content(&body, at);
@@ -171,7 +171,7 @@ fn a_form_below_a_long_article_keeps_every_field() {
     let at = largest_result(&article_path);
     let body = cut(&article_path, at);
     let article = content(&body, at);
-    let form_page = support::read(&shared_fixtures().join("pwmcp-0.0.41/order.openai.json"));
+    let form_page = support::read(&fixtures().join("pwmcp-0.0.41/order.openai.json"));
     let form_text = serde_json::from_str::<Value>(&form_page).expect("JSON")["messages"]
         .as_array()
         .expect("messages")
@@ -212,7 +212,7 @@ fn tree_lines(text: &str) -> Vec<&str> {
 #[test]
 fn small_pages_are_sent_whole() {
     for session in ["order", "rerender"] {
-        let path = shared_fixtures().join(format!("pwmcp-0.0.41/{session}.openai.json"));
+        let path = fixtures().join(format!("pwmcp-0.0.41/{session}.openai.json"));
         let body = read(&path);
         let whole = project(&body, &on());
         let lean_one = project(&body, &lean());

@@ -7,7 +7,7 @@ use staleguard::{
     project, project_resumed_parts, Config, Memo, Options, Projection, RequestFormat,
 };
 use support::formats::chat_to_responses;
-use support::{on, openai_fixtures, read, shared_fixtures, truncate};
+use support::{fixtures, on, openai_fixtures, read, truncate};
 
 /// Every recorded session: the OpenAI fixtures, the Anthropic ones beside them, and each
 /// OpenAI one as a Responses body.
@@ -142,7 +142,7 @@ fn answers_are_the_same_resumed_under_other_settings_and_shapes() {
 fn checkpoints_stay_within_a_small_memo() {
     let bound = 256 * 1024;
     let memo = Memo::new(bound);
-    let body = read(&shared_fixtures().join("pwmcp-0.0.41/long_page.openai.json"));
+    let body = read(&fixtures().join("pwmcp-0.0.41/long_page.openai.json"));
     let config = on();
     for request in turns(&body) {
         let off = project(
@@ -331,7 +331,7 @@ fn project_resumed_answers_the_next_turn_as_project_does_and_nothing_else() {
 fn a_memo_too_small_for_the_session_still_answers_the_same() {
     let config = on();
     let tiny = Memo::new(16 * 1024);
-    let body = read(&shared_fixtures().join("pwmcp-0.0.41/long_page.openai.json"));
+    let body = read(&fixtures().join("pwmcp-0.0.41/long_page.openai.json"));
     for request in turns(&body) {
         let off = run(&request, RequestFormat::OpenAiChat, &config, None);
         let small = run(&request, RequestFormat::OpenAiChat, &config, Some(&tiny));
@@ -348,12 +348,12 @@ fn a_memo_too_small_for_the_session_still_answers_the_same() {
 fn a_kept_reading_holds_no_more_than_its_weight() {
     let config = on();
     let memo = Memo::new(1 << 30);
-    let mut fixtures = openai_fixtures();
-    fixtures.extend(support::openai_fixtures_in(
-        &shared_fixtures().join("cdmcp-1.11.0"),
+    let mut bodies = openai_fixtures();
+    bodies.extend(support::openai_fixtures_in(
+        &fixtures().join("cdmcp-1.11.0"),
     ));
     let (mut checked, mut worst) = (0, 0.0f64);
-    for path in fixtures {
+    for path in bodies {
         let body = read(&path);
         for request in turns(&body) {
             run(&request, RequestFormat::OpenAiChat, &config, Some(&memo));

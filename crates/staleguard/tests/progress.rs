@@ -58,11 +58,7 @@ fn seed_renumbered_pages_stall_and_a_changed_value_clears_it() {
 }
 
 fn recorded(version: &str, scenario: &str) -> String {
-    let dir = match version {
-        "0.0.30" | "0.0.56" => repo_fixtures(),
-        _ => shared_fixtures(),
-    };
-    read(&dir.join(format!("pwmcp-{version}/{scenario}.openai.json")))
+    read(&fixtures().join(format!("pwmcp-{version}/{scenario}.openai.json")))
 }
 
 const VERSIONS: [&str; 4] = ["0.0.30", "0.0.41", "0.0.56", "0.0.83"];

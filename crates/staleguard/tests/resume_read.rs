@@ -41,11 +41,8 @@ enum Expect {
 // Fixtures and rewrites
 
 fn fixture_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/fixtures"
-    ));
-    assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
+    assert!(dir.is_dir(), "fixtures missing at {}", dir.display());
     dir
 }
 

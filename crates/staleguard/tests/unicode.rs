@@ -229,7 +229,7 @@ fn the_recorded_order_with_a_chinese_task_projects() {
         ("order_zh.openai.json", RequestFormat::OpenAiChat),
         ("order_zh.anthropic.json", RequestFormat::Anthropic),
     ] {
-        let body = read(&repo_fixtures().join("unicode").join(name));
+        let body = read(&fixtures().join("unicode").join(name));
         assert!(
             body.contains("打开http://127.0.0.1:8431/order/form.html"),
             "{name}"

@@ -2,7 +2,7 @@
 //!
 //! Two models. **Prefix** (OpenAI, and SPEC 9's measure): the bytes a request shares at
 //! its start with the previous turn's request are read from the cache, the rest are
-//! written; as `../shared/tools/cachecost.py` counts. **Breakpoints** (Anthropic's published
+//! written; as `tools/cachecost.py` counts. **Breakpoints** (Anthropic's published
 //! rules): only `cache_control` breakpoints read or write. At most 4 count. Each breakpoint
 //! looks for an entry written by an earlier request at its own block boundary and, walking
 //! back, at up to 20 block boundaries before it; the longest hit is read. What follows the hit

@@ -3,7 +3,7 @@
 //! Providers cache the prompt, not the JSON body: tools, then system, then each message in
 //! order. Comparing bodies as JSON in key order puts `tools` after `messages` and makes every
 //! strategy look as if it rewrote all tool definitions on every turn. The rendering here is
-//! byte for byte the one of the reference measure `../shared/tools/cachecost.py`, so the two
+//! byte for byte the one of the reference measure `tools/cachecost.py`, so the two
 //! agree: the tools as one JSON array (sorted keys, ASCII escapes), then each message as
 //! its JSON head (every field but `content`, sorted keys) and a newline and the text of its
 //! content, parts joined by newlines: a text part gives its text, a `tool_result` its head

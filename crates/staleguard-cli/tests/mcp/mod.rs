@@ -52,7 +52,7 @@ pub(crate) fn server_command(version: &str) -> Vec<String> {
 }
 
 /// The pinned `chrome-devtools-mcp` (tests/mcp/node/cdmcp-1.11.0) with the flags its
-/// recordings used (`../shared/fixtures/cdmcp-1.11.0/README.md`).
+/// recordings used (`fixtures/cdmcp-1.11.0/README.md`).
 pub(crate) fn cdmcp_command() -> Vec<String> {
     let chromium = Path::new("/usr/bin/chromium");
     assert!(
@@ -78,7 +78,7 @@ pub(crate) fn cdmcp_command() -> Vec<String> {
     .into()
 }
 
-/// `../shared/site/pages` (or another folder) served on 127.0.0.1.
+/// `tests/site/pages` (or another folder) served on 127.0.0.1.
 pub(crate) struct Site {
     child: Child,
     pub base: String,
@@ -88,7 +88,7 @@ impl Site {
     pub(crate) fn serve(dir: &Path) -> Site {
         assert!(
             dir.is_dir(),
-            "{} is missing: the MCP tests serve the shared test site",
+            "{} is missing: the MCP tests serve the test site in tests/site/pages",
             dir.display()
         );
         let mut child = Command::new("python3")
@@ -124,7 +124,7 @@ impl Site {
     }
 
     pub(crate) fn shared() -> Site {
-        Site::serve(&workspace().join("../shared/site/pages"))
+        Site::serve(&workspace().join("tests/site/pages"))
     }
 }
 

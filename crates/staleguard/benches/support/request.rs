@@ -10,7 +10,7 @@ const TARGET_BYTES: usize = 10 * 1024 * 1024;
 
 /// The recorded sessions, repeated with fresh call IDs until the body reaches 10 MB.
 pub(crate) fn build_request() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let sessions: Vec<Vec<Value>> = ["pwmcp-0.0.41", "pwmcp-0.0.83"]
         .iter()
         .flat_map(|v| {

@@ -10,16 +10,11 @@ use staleguard::{Config, Projection, RequestFormat, Status};
 
 pub(crate) use replay::replayed;
 
-/// `../shared/fixtures` beside the repository. Tests that need it fail loudly without it.
-pub(crate) fn shared_fixtures() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    assert!(dir.is_dir(), "shared fixtures missing at {}", dir.display());
+/// The recorded sessions (`fixtures/`). Tests that need them fail loudly without them.
+pub(crate) fn fixtures() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    assert!(dir.is_dir(), "fixtures missing at {}", dir.display());
     dir
-}
-
-/// Fixtures recorded into this repository (`fixtures/`).
-pub(crate) fn repo_fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
 /// Every OpenAI Chat fixture: shared 0.0.41, 0.0.83 and the seed format, plus the
@@ -27,11 +22,11 @@ pub(crate) fn repo_fixtures() -> PathBuf {
 pub(crate) fn openai_fixtures() -> Vec<PathBuf> {
     let mut files = Vec::new();
     let dirs = [
-        shared_fixtures().join("pwmcp-0.0.41"),
-        shared_fixtures().join("pwmcp-0.0.83"),
-        shared_fixtures().join("ankita"),
-        repo_fixtures().join("pwmcp-0.0.30"),
-        repo_fixtures().join("pwmcp-0.0.56"),
+        fixtures().join("pwmcp-0.0.41"),
+        fixtures().join("pwmcp-0.0.83"),
+        fixtures().join("ankita"),
+        fixtures().join("pwmcp-0.0.30"),
+        fixtures().join("pwmcp-0.0.56"),
     ];
     for dir in dirs {
         files.extend(openai_fixtures_in(&dir));
