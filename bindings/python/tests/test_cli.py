@@ -81,7 +81,7 @@ def test_a_config_value_of_the_wrong_type_names_file_and_key(tmp_path):
     (tmp_path / "staleguard.toml").write_text('max_repeats = 3\nreceipt_max_bytes = "big"\n')
     out = run(console_script(), tmp_path, "project", str(FIXTURES / "order.openai.json"))
     assert out.returncode == 2
-    assert out.stderr.decode() == 'staleguard: error: staleguard.toml: config file: receipt_max_bytes: invalid type: string "big", expected usize\n'
+    assert out.stderr.decode() == 'staleguard: error: staleguard.toml: receipt_max_bytes: invalid type: string "big", expected usize\n'
 
 
 def started(args, tmp_path, **kwargs):

@@ -10,7 +10,7 @@ fn bin() -> Command {
 
 fn fixture(rel: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
+        .join("../../fixtures")
         .join(rel);
     assert!(path.is_file(), "missing fixture {}", path.display());
     path
@@ -166,12 +166,12 @@ fn bad_input_exits_2_with_one_clear_line() {
         (
             &["project", "--format", "anthropic"],
             Some("{\"input\":[]}"),
-            "not a anthropic request body: no `messages`",
+            "not an anthropic request body: no `messages`",
         ),
         (
             &["inspect"],
             Some("{\"model\": \"x\"}"),
-            "no `messages` or `input` array",
+            "not a model request body: no `messages` or `input` array",
         ),
         (
             &["project", "/no/such/file.json"],

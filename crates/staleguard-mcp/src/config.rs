@@ -83,7 +83,7 @@ mod tests {
     fn mcp_table_errors() {
         let err = McpConfig::from_toml("[mcp]\ngaurd = true").unwrap_err();
         assert!(err.to_string().contains("gaurd"), "{err}");
-        assert!(err.to_string().starts_with("config file: "), "{err}");
+        assert!(err.to_string().starts_with("[mcp] gaurd"), "{err}");
         let err = McpConfig::from_toml("[mcp]\nmax_observations = -1").unwrap_err();
         assert!(
             err.to_string().contains("max_observations") || err.to_string().contains("-1"),

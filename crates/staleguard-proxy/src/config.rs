@@ -71,7 +71,7 @@ mod tests {
     fn proxy_table_errors() {
         let err = ProxyConfig::from_toml("[proxy]\nlisen = \"x\"").unwrap_err();
         assert!(err.to_string().contains("lisen"), "{err}");
-        assert!(err.to_string().starts_with("config file: "), "{err}");
+        assert!(err.to_string().starts_with("[proxy] lisen"), "{err}");
         let err = ProxyConfig::from_toml("[proxy]\nfail_closed = \"sometimes\"").unwrap_err();
         assert!(err.to_string().contains("invalid type"), "{err}");
         let err = ProxyConfig::from_toml("proxy = 3").unwrap_err();

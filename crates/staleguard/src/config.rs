@@ -488,6 +488,6 @@ mod tests {
     fn a_syntax_error_says_its_line() {
         let err = Config::load(Some("max_repeats = 3\n\nreceipt_max_bytes = "), env_of(&[]));
         let text = err.unwrap_err().to_string();
-        assert!(text.starts_with("config file: line 3: "), "{text}");
+        assert!(text.starts_with("line 3: "), "{text}");
     }
 }

@@ -18,10 +18,10 @@ pub enum Error {
         message: String,
     },
     /// Valid JSON, but not a request body this format can read.
-    #[error("not a {format} request body: {reason}")]
+    #[error("not {} request body: {reason}", with_article(format))]
     Shape {
         /// The format it was read as ([`RequestFormat::name`](crate::RequestFormat::name)), or
-        /// `model request` when no format fits.
+        /// `model` when no format fits (`not a model request body`).
         format: &'static str,
         /// What is missing or of the wrong type.
         reason: String,
@@ -39,6 +39,12 @@ impl Error {
             message: strip_position(&err.to_string()),
         }
     }
+}
+
+/// `an anthropic`, `a gemini`: a format's name after the article English gives it.
+fn with_article(name: &str) -> String {
+    let vowel = name.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {name}", if vowel { "an" } else { "a" })
 }
 
 /// serde_json reports 1-based line and column (column counts bytes); turns them into an offset.
@@ -74,7 +80,9 @@ pub enum ConfigError {
         /// What values it may hold.
         expected: &'static str,
     },
-    /// The config file is not valid TOML or has an unknown key or a wrong type.
-    #[error("config file: {0}")]
+    /// The config (a file, or the text a binding made of an object) is not valid TOML or has
+    /// an unknown key or a wrong type. Its text names the key or the line; a host that read
+    /// a file puts the file's name before it.
+    #[error("{0}")]
     File(String),
 }

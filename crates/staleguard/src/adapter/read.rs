@@ -103,7 +103,7 @@ fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
     }
     if !hints.has_messages {
         return Err(Error::Shape {
-            format: "model request",
+            format: "model",
             reason: format!(
                 "no `messages` or `input` array, nor `contents` (supported formats: {})",
                 RequestFormat::NAMES
