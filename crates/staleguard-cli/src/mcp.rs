@@ -62,7 +62,7 @@ pub(crate) fn run(args: McpArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Message(format!("cannot start the runtime: {e}")))?;
     let code = runtime
         .block_on(staleguard_mcp::run(&args.command, options))
-        .map_err(|e| Failure::Message(format!("staleguard mcp: {e}")))?;
+        .map_err(|e| Failure::Message(e.to_string()))?;
     // Standard input is read on a blocking thread that a runtime cannot cancel: leave now.
     std::process::exit(code);
 }

@@ -458,8 +458,8 @@ fn exit_codes_are_the_servers() {
     assert_eq!(missing.status.code(), Some(2));
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(
-        err.contains("cannot start /nonexistent/mcp-server"),
-        "{err}"
+        err.starts_with("staleguard: error: cannot start /nonexistent/mcp-server"),
+        "one prefix, then what failed: {err}"
     );
 }
 
