@@ -101,10 +101,13 @@ impl Default for Config {
             page_tools: DEFAULT_PAGE_TOOLS.iter().map(|s| s.to_string()).collect(),
             guard_in_front: None,
             live_page: LivePage::Whole,
-            lean_min_bytes: crate::lean::DEFAULT_LEAN_MIN_BYTES,
+            lean_min_bytes: DEFAULT_LEAN_MIN_BYTES,
         }
     }
 }
+
+/// Pages under this many bytes are never made lean (SPEC 2).
+const DEFAULT_LEAN_MIN_BYTES: usize = 8 * 1024;
 
 const SWITCH_EXPECTED: &str = "expected on|true|1|yes or off|false|0|no";
 

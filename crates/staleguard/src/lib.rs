@@ -107,9 +107,8 @@ pub use error::{ConfigError, Error};
 pub use evidence::{DropReason, EvidenceItem, EvidenceReport, Quote};
 pub use fingerprint::Fingerprint;
 pub use guard::{Refusal, Verdict};
-pub use lean::Folded;
 pub use progress::{Progress, RepeatedSubmission, Step as ProgressStep};
-pub use projection::{Plan, ResultReport, Status};
+pub use projection::{Folded, Plan, ResultReport, Status};
 pub use transcript::Edit;
 // Kept across requests by a host:
 pub use memo::Memo;

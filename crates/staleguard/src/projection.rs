@@ -50,6 +50,18 @@ impl Status {
     }
 }
 
+/// What a lean live page folded (SPEC 2), as a result's report tells it. The lean stage
+/// writes it; it lives here, with the report, so that projection names nothing above it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Folded {
+    /// Marker lines written: one per folded run.
+    pub runs: usize,
+    /// Lines of the page folded away.
+    pub lines: usize,
+    /// Bytes of the page folded away.
+    pub bytes: usize,
+}
+
 /// One browser result and what projection did with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResultReport {
@@ -81,7 +93,7 @@ pub struct ResultReport {
     pub images_dropped: usize,
     /// What the lean form of a live page folded (SPEC 2 "Lean live page"); `None` when the
     /// page is sent whole.
-    pub folded: Option<crate::lean::Folded>,
+    pub folded: Option<Folded>,
 }
 
 /// The outcome of projection: a report per browser result, and the edits.

@@ -27,13 +27,10 @@ use crate::evidence::{
 };
 use crate::memo::{Memo, Share};
 use crate::observation::{aria::is_control_role, TreeKind};
-use crate::projection::{Plan, Status};
+use crate::projection::{Folded, Plan, Status};
 use crate::session::{Session, Step};
 use crate::texts;
 use crate::transcript::{Edit, Item, Role, Transcript};
-
-/// Pages under this many bytes are never made lean (SPEC 2).
-pub(crate) const DEFAULT_LEAN_MIN_BYTES: usize = 8 * 1024;
 
 /// A run of foldable lines under this many bytes is kept as it is: its marker would cost
 /// about as much as it saves.
@@ -125,17 +122,6 @@ fn is_path(line: &Line<'_>) -> bool {
 
 /// Roles kept whole wherever they stand: what the page says about the agent's last action.
 const WHOLE_ROLES: &[&str] = &["alert", "alertdialog", "status", "dialog", "log"];
-
-/// What a lean form folded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Folded {
-    /// Marker lines written: one per folded run.
-    pub runs: usize,
-    /// Lines of the page folded away.
-    pub lines: usize,
-    /// Bytes of the page folded away.
-    pub bytes: usize,
-}
 
 /// A page's lean form and what it folded.
 #[derive(Debug, Clone, PartialEq, Eq)]
