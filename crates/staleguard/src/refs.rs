@@ -135,7 +135,7 @@ pub(crate) fn at_refs(text: &str) -> Vec<String> {
 fn starts_word(text: &str, at: usize) -> bool {
     text.get(..at)
         .and_then(|before| before.chars().next_back())
-        .map_or(true, |c| {
+        .is_none_or(|c| {
             c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '[' | '{' | ',' | '=')
         })
 }

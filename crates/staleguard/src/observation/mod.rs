@@ -59,7 +59,7 @@ pub fn refs_unique(name: &str) -> bool {
 
 /// `ObservationFormat::action_in_call` of the format named `name`.
 pub(crate) fn action_in_call(name: &str) -> bool {
-    format_named(name).map_or(true, |f| f.action_in_call())
+    format_named(name).is_none_or(|f| f.action_in_call())
 }
 
 /// Parses `text` with the first format that recognises it.

@@ -344,7 +344,7 @@ pub(crate) fn frame_document<'s>(ids: impl Iterator<Item = &'s str>) -> Option<S
     for id in ids {
         let n = frame_prefix_len(id)?;
         let num = id.get(1..n)?.parse::<u64>().ok()?;
-        if best.map_or(true, |(b, _)| num < b) {
+        if best.is_none_or(|(b, _)| num < b) {
             best = Some((num, id.get(..n)?));
         }
     }

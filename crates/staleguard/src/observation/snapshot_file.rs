@@ -93,7 +93,7 @@ pub(super) fn tree_indent(line: &str) -> Option<usize> {
     let indent = line.len() - body.len();
     let rest = body.strip_prefix("- ")?;
     let starts_well = rest.chars().next().is_some_and(|c| !c.is_whitespace());
-    (indent % 2 == 0 && starts_well).then_some(indent)
+    (indent.is_multiple_of(2) && starts_well).then_some(indent)
 }
 
 /// A line a file tool writes around a file: blank, a tag (`<file>`, `</content>`,

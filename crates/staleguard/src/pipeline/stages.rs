@@ -93,7 +93,7 @@ pub(crate) fn add_written_evidence(
         crate::evidence::apply(&written, &mut edits);
         let fits = config
             .request_budget_bytes
-            .map_or(true, |budget| request.written_len(&edits) <= budget);
+            .is_none_or(|budget| request.written_len(&edits) <= budget);
         if fits || keep == 0 {
             break (written, edits);
         }

@@ -444,7 +444,7 @@ impl Chosen {
         notices.extend(refused_notice(&refused, self.max_quote_bytes));
         written
             .refused_blocks
-            .extend(std::iter::repeat(block).take(refused.len()));
+            .extend(std::iter::repeat_n(block, refused.len()));
         written.refused.extend(refused);
         let dropped: usize = self
             .dropped

@@ -63,7 +63,7 @@ pub(super) fn collapsed_by(plan: &Plan, item: usize) -> Vec<usize> {
     let done = |i: usize| {
         plan.collapsed_at
             .get(i)
-            .map_or(true, |at| at.is_some_and(|at| at <= item))
+            .is_none_or(|at| at.is_some_and(|at| at <= item))
     };
     (0..plan.results.len())
         .filter(|&i| plan.results[i].status == Status::Collapsed && done(i))

@@ -560,8 +560,8 @@ fn is_number(t: &str) -> bool {
         None => (mantissa, None),
     };
     let int_ok = int == "0" || (digits(int) && !int.starts_with('0'));
-    let exp_ok = exponent.map_or(true, |e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
-    int_ok && frac.map_or(true, digits) && exp_ok
+    let exp_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
+    int_ok && frac.is_none_or(digits) && exp_ok
 }
 
 /// Splits `s` at every `delimiter` outside quotes.
