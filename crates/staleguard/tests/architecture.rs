@@ -8,7 +8,7 @@
 //! each path to the file that defines it (through `pub use` re-exports), and reports the
 //! edges between files, the cycles among them and the imports that break a floor.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -69,10 +69,16 @@ struct Report {
 fn the_core_has_no_import_cycle_and_keeps_its_floors() {
     let report = analyse(&real_sources()).unwrap_or_else(|e| panic!("{e}"));
     println!("files {}, edges {}", report.files.len(), report.edges.len());
+    // What the old script's `--edges` printed (seen with `-- --nocapture`).
+    if std::env::var_os("STALEGUARD_PRINT_EDGES").is_some() {
+        for ((from, to), path) in &report.edges {
+            println!("{from} -> {to}  ({path})");
+        }
+    }
     // A reader that lost its way would find no cycle in an empty graph: the graph must
-    // look like the crate's (69 files and 322 edges when this was written).
+    // look like the crate's (69 files and 301 edges when this was written).
     assert!(
-        report.files.len() > 60 && report.edges.len() > 280,
+        report.files.len() > 60 && report.edges.len() > 250,
         "the import graph is implausibly small ({} files, {} edges): the reader is broken",
         report.files.len(),
         report.edges.len()
@@ -249,6 +255,10 @@ fn describe(report: &Report) -> String {
     );
     for cycle in &report.cycles {
         out += &format!("import cycle between files: {}\n", cycle.join(", "));
+        out += &format!(
+            "  shortest loop: {}\n",
+            shortest_loop(cycle, &report.edges).join(" -> ")
+        );
         for ((from, to), path) in &report.edges {
             if cycle.contains(from) && cycle.contains(to) {
                 out += &format!("    {from} -> {to}  ({path})\n");
@@ -259,6 +269,33 @@ fn describe(report: &Report) -> String {
         out += &format!("floor broken: {broken}\n");
     }
     out
+}
+
+/// The shortest loop of imports among a cycle's files, as `a -> b -> a`.
+fn shortest_loop(cycle: &[String], edges: &BTreeMap<(String, String), String>) -> Vec<String> {
+    let mut best: Vec<String> = Vec::new();
+    for start in cycle {
+        // Breadth first from `start`: the first path back to it is the shortest through it.
+        let mut seen = BTreeSet::from([start]);
+        let mut queue = VecDeque::from([vec![start]]);
+        'search: while let Some(path) = queue.pop_front() {
+            let last = path[path.len() - 1];
+            let next = edges.keys().filter(|(a, b)| a == last && cycle.contains(b));
+            for (_, to) in next {
+                let longer = [path.as_slice(), &[to]].concat();
+                if to == start {
+                    if best.is_empty() || longer.len() < best.len() {
+                        best = longer.into_iter().cloned().collect();
+                    }
+                    break 'search;
+                }
+                if seen.insert(to) {
+                    queue.push_back(longer);
+                }
+            }
+        }
+    }
+    best
 }
 
 // ---------------------------------------------------------------------------------------
@@ -272,7 +309,10 @@ fn analyse(sources: &[(PathBuf, String)]) -> Result<Report, String> {
         let module = module_of(path)?;
         let tokens = TokenStream::from_str(text)
             .map_err(|e| format!("{} does not lex: {e}", path.display()))?;
-        let mut facts = Facts::default();
+        let mut facts = Facts {
+            file: path.display().to_string(),
+            ..Facts::default()
+        };
         walk(&trees(tokens), &module, &mut facts);
         read.insert(module, facts);
     }
@@ -287,13 +327,10 @@ fn analyse(sources: &[(PathBuf, String)]) -> Result<Report, String> {
         .filter(|c| c.len() > 1)
         .collect();
     let broken = check_floors(&edges);
+    let mut files: Vec<String> = read.keys().map(|m| name(m)).collect();
+    files.sort();
     Ok(Report {
-        files: read
-            .keys()
-            .map(|m| name(m))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect(),
+        files,
         edges,
         cycles,
         broken,
@@ -331,6 +368,8 @@ fn name(module: &[String]) -> String {
 /// What one file says, before anything in it is resolved.
 #[derive(Default)]
 struct Facts {
+    /// The file's path under `src/`, for messages.
+    file: String,
     /// Modules declared by `mod x;` outside test code.
     declared: Vec<ModPath>,
     /// Every path of every `use` tree.
@@ -505,7 +544,11 @@ fn expand(tree: &[TokenTree]) -> Vec<(Vec<String>, Option<String>)> {
 /// The paths of `prefix::{...}`: each item of the braces after the prefix, `self` the prefix.
 fn expand_group(prefix: &[String], inside: &[TokenTree]) -> Vec<(Vec<String>, Option<String>)> {
     let mut out = Vec::new();
-    for item in inside.split(|t| is_punct(Some(t), ',')) {
+    // A trailing comma leaves an empty item, which names nothing.
+    let items = inside
+        .split(|t| is_punct(Some(t), ','))
+        .filter(|item| !item.is_empty());
+    for item in items {
         for (segs, name) in expand(item) {
             let mut full = prefix.to_vec();
             if segs.first().is_some_and(|s| s == "self") {
@@ -593,7 +636,7 @@ impl<'a> Graph<'a> {
             for (full, written) in self.paths_of(module, facts) {
                 let to = self.resolve(&full, &mut Vec::new());
                 if !to.is_empty() && &to != module {
-                    let said = format!("{}: {}", file_of(module, read), written);
+                    let said = format!("{}: {}", facts.file, written);
                     edges.entry((name(module), name(&to))).or_insert(said);
                 }
             }
@@ -679,18 +722,6 @@ impl<'a> Graph<'a> {
         }
         seen.push(key);
         Some(target.clone())
-    }
-}
-
-/// The file a module was read from, for messages.
-fn file_of(module: &ModPath, read: &BTreeMap<ModPath, Facts>) -> String {
-    let nested = read
-        .keys()
-        .any(|m| m.len() > module.len() && m.starts_with(module));
-    match (module.is_empty(), nested) {
-        (true, _) => "lib.rs".to_string(),
-        (false, true) => format!("{}/mod.rs", module.join("/")),
-        (false, false) => format!("{}.rs", module.join("/")),
     }
 }
 
