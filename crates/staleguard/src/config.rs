@@ -12,7 +12,7 @@ use crate::tools::{BrowserTools, DEFAULT_BROWSER_TOOLS, DEFAULT_PAGE_TOOLS};
 
 /// Every setting of the staleguard core. `Default` gives the documented defaults. The
 /// hosts' settings (the `[proxy]` and `[mcp]` tables) are read by the hosts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Config {
     /// The hosts' switch: the proxy projects only when it is on. Off by
     /// default (SPEC 7). A library call such as [`crate::project`] projects regardless.
@@ -54,7 +54,7 @@ pub struct Config {
 }
 
 /// How the newest observation is sent (SPEC 2 "Lean live page").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum LivePage {
     /// As the server wrote it.
     #[default]

@@ -3,7 +3,7 @@
 use std::str::FromStr;
 
 /// A request wire format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RequestFormat {
     /// Tell the format from the body.
     Auto,

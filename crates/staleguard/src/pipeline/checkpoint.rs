@@ -421,16 +421,67 @@ pub(crate) fn hasher(seed: u64, bytes: &[u8]) -> Xxh3 {
     hasher
 }
 
-/// What an answer depends on besides the body: the format and every setting.
+/// What an answer depends on besides the body: the format and every setting. Hashed by
+/// their derived `Hash`, which covers every field a config gains (a `Debug` text is no
+/// contract: it may leave a field out or print two values alike).
 pub(crate) fn context_of(format: RequestFormat, config: &crate::Config) -> u64 {
-    let settings = format!("{format:?} {config:?}");
-    xxhash_rust::xxh3::xxh3_64(settings.as_bytes())
+    use std::hash::{Hash, Hasher};
+    let mut hasher = Xxh3::new();
+    (format, config).hash(&mut hasher);
+    hasher.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Every setting is part of the context: a checkpoint taken under one config never
+    /// answers under another, down to a field left unset rather than off.
+    #[test]
+    fn every_setting_changes_the_context() {
+        use crate::{Config, LivePage};
+        let base = Config::default();
+        let of = |c: &Config| context_of(RequestFormat::OpenAiChat, c);
+        let variants = [
+            Config {
+                live_page: LivePage::Lean,
+                ..base.clone()
+            },
+            Config {
+                guard_in_front: Some(false),
+                ..base.clone()
+            },
+            Config {
+                evidence_retention: Some(true),
+                ..base.clone()
+            },
+            Config {
+                lean_min_bytes: base.lean_min_bytes + 1,
+                ..base.clone()
+            },
+            Config {
+                page_tools: vec!["Read".into()],
+                ..base.clone()
+            },
+            Config {
+                browser_tools: vec![],
+                ..base.clone()
+            },
+            Config {
+                request_budget_bytes: Some(0),
+                ..base.clone()
+            },
+        ];
+        let mut seen = vec![of(&base)];
+        for v in &variants {
+            let c = of(v);
+            assert!(!seen.contains(&c), "{v:?}");
+            seen.push(c);
+        }
+        assert_eq!(of(&base.clone()), seen[0]);
+        assert_ne!(context_of(RequestFormat::Anthropic, &base), seen[0]);
+    }
 
     proptest! {
         /// Any range of a body cut into any parts reads as the same range of the whole.
