@@ -25,6 +25,7 @@ mod jsonrpc;
 pub mod relay;
 mod run;
 pub mod scope;
+mod texts;
 
 pub use config::McpConfig;
 pub use history::HISTORY_TOOL;

@@ -1,0 +1,127 @@
+//! A bug of the relay's own (a panic) never ends the session: the request it was on gets an
+//! internal error instead.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use serde_json::{json, Value};
+
+use super::ledger::id_key;
+use super::wire::{internal_error, to_client};
+use super::{Output, Relay};
+use crate::jsonrpc::{self, Message};
+use crate::texts::{INTERNAL_ERROR_ANSWER, INTERNAL_ERROR_UNSENT};
+
+impl Relay {
+    /// `work`, or `fallback` when `work` panics (a bug of the relay's): the session goes on.
+    pub(super) fn contained(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> Vec<Output>,
+        fallback: impl FnOnce(&mut Self) -> Vec<Output>,
+    ) -> Vec<Output> {
+        match panic::catch_unwind(AssertUnwindSafe(|| work(self))) {
+            Ok(out) => out,
+            Err(_) => fallback(self),
+        }
+    }
+
+    /// After a panic on a client line: an internal error for the request in it, if any.
+    pub(super) fn internal_error(&mut self, line: &[u8]) -> Vec<Output> {
+        self.note(
+            "internal error while checking a request (a bug in staleguard, please report it); it was not forwarded".into(),
+        );
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            return Vec::new();
+        };
+        let Message::Request { id, .. } = jsonrpc::classify(&message) else {
+            return Vec::new();
+        };
+        self.pending.remove(&id_key(id));
+        vec![to_client(&internal_error(id, INTERNAL_ERROR_UNSENT))]
+    }
+
+    /// After a panic on a server line: the client request it answered, or the call held for
+    /// the relay's own snapshot, gets an internal error.
+    pub(super) fn internal_error_for_answer(&mut self) -> Vec<Output> {
+        self.note(
+            "internal error while reading an answer of the server (a bug in staleguard, please report it); the client got an error instead".into(),
+        );
+        let Some(key) = self.answering.take() else {
+            return Vec::new();
+        };
+        let why = INTERNAL_ERROR_ANSWER;
+        if let Some(parked) = self.parked.take_if(|p| id_key(&json!(p.own_id)) == key) {
+            return vec![to_client(&internal_error(&parked.id, why))];
+        }
+        self.pending.remove(&key);
+        match serde_json::from_str::<Value>(&key) {
+            Ok(id) => vec![to_client(&internal_error(&id, why))],
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{McpConfig, Options};
+    use staleguard::Config;
+
+    fn relay() -> Relay {
+        Relay::new(Options::new(Config::default(), &McpConfig::default()))
+    }
+
+    fn errors_to_client(out: &[Output]) -> Vec<Value> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::ToClient(l) => serde_json::from_slice(l).ok(),
+                Output::ToServer(_) => None,
+            })
+            .collect()
+    }
+
+    /// A bug of the relay's (a panic) on a client's call answers that call with an internal
+    /// error, forwards nothing, and the session goes on.
+    #[test]
+    fn a_panic_on_a_call_answers_it_with_an_internal_error() {
+        let mut r = relay();
+        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"browser_click","arguments":{"ref":"e1"}}}"#;
+        let out = r.contained(|_| panic!("a bug"), |r| r.internal_error(call));
+        let answers = errors_to_client(&out);
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert_eq!(answers[0]["id"], 7);
+        assert_eq!(answers[0]["error"]["code"], jsonrpc::INTERNAL_ERROR);
+        let said = answers[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("not sent to the browser"), "{said}");
+        assert!(r.take_notes().iter().any(|n| n.contains("internal error")));
+        // The session goes on: the same id is free again, and a request is forwarded.
+        let out = r.from_client(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+        assert!(matches!(out.as_slice(), [Output::ToServer(_)]));
+    }
+
+    /// A panic while reading the server's answer to a forwarded call answers the client's
+    /// call with an internal error instead of leaving it waiting.
+    #[test]
+    fn a_panic_on_an_answer_answers_the_call_it_was_for() {
+        let mut r = relay();
+        let call = br#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"browser_snapshot","arguments":{}}}"#;
+        assert!(matches!(
+            r.from_client(call).as_slice(),
+            [Output::ToServer(_)]
+        ));
+        let answer =
+            br#"{"jsonrpc":"2.0","id":"c-1","result":{"content":[{"type":"text","text":"x"}]}}"#;
+        let out = r.contained(
+            |relay| {
+                relay.answering = Some(id_key(&json!("c-1")));
+                panic!("a bug while reading {}", answer.len())
+            },
+            Relay::internal_error_for_answer,
+        );
+        let answers = errors_to_client(&out);
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert_eq!(answers[0]["id"], "c-1");
+        let said = answers[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains("may have run"), "{said}");
+        assert_eq!(r.in_flight(), 0);
+    }
+}

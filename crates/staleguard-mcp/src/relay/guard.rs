@@ -1,0 +1,113 @@
+//! A browser call from the client against the newest page: forwarded, held, or refused.
+
+use serde_json::{Map, Value};
+use staleguard::internal::guard;
+use staleguard::internal::progress;
+use staleguard::internal::tools;
+use staleguard::{Refusal, Verdict};
+
+use super::ledger::Pending;
+use super::wire::{refusal, response, to_client, to_server};
+use super::{Output, Relay};
+use crate::history::HISTORY_TOOL;
+
+impl Relay {
+    pub(super) fn offers_history(&self) -> bool {
+        self.options.history_tool && !self.server_has_history
+    }
+
+    pub(super) fn tool_call(&mut self, line: &[u8], id: Value, message: Value) -> Vec<Output> {
+        let params = message.get("params");
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name == HISTORY_TOOL && self.offers_history() {
+            let arguments = params.and_then(|p| p.get("arguments"));
+            let result = crate::history::answer(&self.archive, arguments, self.browser_results);
+            return vec![to_client(&response(&id, result))];
+        }
+        if !self.tools.is_browser(&name) {
+            self.forwarded(&id, Pending::Other);
+            return vec![Output::ToServer(line.to_vec())];
+        }
+        if !self.options.guard {
+            self.take_call(&id, &name, &arguments_of(&message).to_string());
+            return vec![Output::ToServer(line.to_vec())];
+        }
+        let arguments = arguments_of(&message);
+        let raw = arguments.to_string();
+        let has_refs = !staleguard::internal::refs::targets(&raw).is_empty();
+        if has_refs && (self.session.page_unseen() || self.session.other_page(&raw).is_some()) {
+            return self.park(id, message);
+        }
+        self.decide(id, message)
+    }
+
+    /// Guards one browser call against the newest page: refuses it, or forwards it with its
+    /// refs mapped back to the server's.
+    pub(super) fn decide(&mut self, id: Value, mut message: Value) -> Vec<Output> {
+        let name = message
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let mut arguments = arguments_of(&message);
+        if self.options.namespace_refs {
+            if let Err((why, text)) = self.unscope_arguments(&mut arguments) {
+                self.note(format!("refused {name}: {why:?}"));
+                return vec![to_client(&refusal(&id, &text))];
+            }
+        }
+        let raw = arguments.to_string();
+        match guard::check(&self.session, &name, &raw, &self.tools) {
+            Verdict::Refuse { why, message } => {
+                let mut text = message;
+                if why == Refusal::RepeatedSubmission {
+                    let guidance = match self.session.progress().last() {
+                        Some(step) if step.stalled => progress::guidance(step),
+                        _ => progress::submission_guidance(),
+                    };
+                    text = format!("{text}\n\n{guidance}");
+                }
+                if why == Refusal::NeedsSnapshot {
+                    text.push_str(" (staleguard could not take one for you.)");
+                }
+                self.note(format!("refused {name}: {why:?}"));
+                vec![to_client(&refusal(&id, &text))]
+            }
+            Verdict::Allow { .. } => {
+                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    params.insert("arguments".into(), arguments);
+                }
+                self.take_call(&id, &name, &raw);
+                vec![to_server(&message)]
+            }
+        }
+    }
+
+    fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
+        let step = self.next_step();
+        self.session.call(step, name, arguments);
+        let kind = if tools::is_find(name) {
+            Pending::Look
+        } else {
+            Pending::BrowserCall
+        };
+        self.forwarded(id, kind);
+    }
+
+    pub(super) fn next_step(&mut self) -> usize {
+        let step = self.step;
+        self.step += 1;
+        step
+    }
+}
+
+pub(super) fn arguments_of(message: &Value) -> Value {
+    message
+        .pointer("/params/arguments")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()))
+}
