@@ -2,11 +2,11 @@
 
 use serde_json::Value;
 
-use super::gone::gone_error;
 use super::ledger::{id_key, Pending};
 use super::wire::{invalid_request, parse_error, to_client};
 use super::{Output, Relay};
 use crate::jsonrpc::{self, Message};
+use crate::texts;
 
 impl Relay {
     /// Takes one line from the client.
@@ -29,7 +29,7 @@ impl Relay {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Vec::new();
         }
-        if self.parked.is_some() {
+        if self.phase.held().is_some() {
             if let Some(out) = self.cancel_while_holding(line) {
                 return out;
             }
@@ -48,13 +48,15 @@ impl Relay {
                 let (id, method) = (id.clone(), method.to_string());
                 self.request(line, id, &method, message)
             }
-            Message::Notification { method } if self.gone.is_none() => {
+            Message::Notification { method } if self.phase.gone().is_none() => {
                 if method == "notifications/cancelled" {
-                    self.cancel_forwarded(&message);
+                    self.ledger.cancel(&message);
                 }
                 vec![Output::ToServer(line.to_vec())]
             }
-            Message::Response if self.gone.is_none() => vec![Output::ToServer(line.to_vec())],
+            Message::Response if self.phase.gone().is_none() => {
+                vec![Output::ToServer(line.to_vec())]
+            }
             Message::Notification { .. } | Message::Response => Vec::new(),
             Message::Batch(items) => self.batch(items),
             Message::Invalid { id, why } => {
@@ -75,15 +77,12 @@ impl Relay {
     /// A valid request from the client.
     fn request(&mut self, line: &[u8], id: Value, method: &str, message: Value) -> Vec<Output> {
         let key = id_key(&id);
-        if let Some(how) = &self.gone {
-            return vec![to_client(&gone_error(&id, how))];
+        if let Some(gone) = self.phase.gone() {
+            return vec![to_client(&gone.answer(&id))];
         }
-        if self.pending.contains_key(&key) || self.abandoned.contains(&key) {
+        if self.ledger.in_use(&key) {
             self.note("answered a request whose id is already in use: invalid request".into());
-            return vec![to_client(&invalid_request(
-                &id,
-                "its id is already in use by a request not yet answered",
-            ))];
+            return vec![to_client(&invalid_request(&id, texts::ID_IN_USE))];
         }
         match method {
             "tools/call" => {
@@ -91,17 +90,17 @@ impl Relay {
                     return vec![to_client(&jsonrpc::error(
                         &id,
                         jsonrpc::INVALID_PARAMS,
-                        "Invalid params: tools/call takes an object with a string \"name\" and an object \"arguments\"",
+                        texts::TOOL_CALL_PARAMS,
                     ))];
                 }
                 self.tool_call(line, id, message)
             }
             "tools/list" if self.offers_history() => {
-                self.forwarded(&id, Pending::ToolsList);
+                self.ledger.forward(&id, Pending::ToolsList);
                 vec![Output::ToServer(line.to_vec())]
             }
             _ => {
-                self.forwarded(&id, Pending::Other);
+                self.ledger.forward(&id, Pending::Other);
                 vec![Output::ToServer(line.to_vec())]
             }
         }
@@ -117,17 +116,17 @@ impl Relay {
             items.len()
         ));
         if items.is_empty() {
-            return vec![to_client(&invalid_request(&Value::Null, "an empty batch"))];
+            return vec![to_client(&invalid_request(
+                &Value::Null,
+                texts::EMPTY_BATCH,
+            ))];
         }
         let errors: Vec<Value> = items
             .iter()
             .filter_map(|item| match jsonrpc::classify(item) {
-                Message::Request { id, .. } => Some(invalid_request(
-                    id,
-                    "MCP has no batches: send each message on a line of its own",
-                )),
+                Message::Request { id, .. } => Some(invalid_request(id, texts::NO_BATCHES)),
                 Message::Invalid { id, why } => Some(invalid_request(&id, why)),
-                Message::Batch(_) => Some(invalid_request(&Value::Null, "a batch in a batch")),
+                Message::Batch(_) => Some(invalid_request(&Value::Null, texts::BATCH_IN_BATCH)),
                 Message::Notification { .. } | Message::Response | Message::BadResponse(_) => None,
             })
             .collect();
@@ -147,6 +146,6 @@ fn tool_call_params_ok(message: &Value) -> bool {
             params.get("name").is_some_and(Value::is_string)
                 && params
                     .get("arguments")
-                    .map_or(true, |a| a.is_object() || a.is_null())
+                    .is_none_or(|a| a.is_object() || a.is_null())
         })
 }

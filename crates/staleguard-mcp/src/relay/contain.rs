@@ -3,13 +3,13 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::ledger::id_key;
 use super::wire::{internal_error, to_client};
 use super::{Output, Relay};
 use crate::jsonrpc::{self, Message};
-use crate::texts::{INTERNAL_ERROR_ANSWER, INTERNAL_ERROR_UNSENT};
+use crate::texts;
 
 impl Relay {
     /// `work`, or `fallback` when `work` panics (a bug of the relay's): the session goes on.
@@ -35,8 +35,8 @@ impl Relay {
         let Message::Request { id, .. } = jsonrpc::classify(&message) else {
             return Vec::new();
         };
-        self.pending.remove(&id_key(id));
-        vec![to_client(&internal_error(id, INTERNAL_ERROR_UNSENT))]
+        self.ledger.answered(&id_key(id));
+        vec![to_client(&internal_error(id, texts::INTERNAL_ERROR_UNSENT))]
     }
 
     /// After a panic on a server line: the client request it answered, or the call held for
@@ -48,11 +48,11 @@ impl Relay {
         let Some(key) = self.answering.take() else {
             return Vec::new();
         };
-        let why = INTERNAL_ERROR_ANSWER;
-        if let Some(parked) = self.parked.take_if(|p| id_key(&json!(p.own_id)) == key) {
-            return vec![to_client(&internal_error(&parked.id, why))];
+        let why = texts::INTERNAL_ERROR_ANSWER;
+        if let Some(held) = self.phase.take_held_if(|held| held.answered_by(&key)) {
+            return vec![to_client(&internal_error(&held.id, why))];
         }
-        self.pending.remove(&key);
+        self.ledger.answered(&key);
         match serde_json::from_str::<Value>(&key) {
             Ok(id) => vec![to_client(&internal_error(&id, why))],
             Err(_) => Vec::new(),
@@ -64,6 +64,7 @@ impl Relay {
 mod tests {
     use super::*;
     use crate::{McpConfig, Options};
+    use serde_json::json;
     use staleguard::Config;
 
     fn relay() -> Relay {

@@ -8,15 +8,26 @@ use staleguard::Refusal;
 
 use super::Relay;
 use crate::scope;
+use crate::texts;
 
 /// Documents the model has seen, numbered in order; a new number starts whenever the page
 /// (tab, URL, document) differs from the one before.
 #[derive(Default)]
 pub(super) struct Documents {
+    /// The newest document's number (0 before the first).
     number: u32,
+    /// What the newest document is: its tab, URL and document.
     key: Option<String>,
-    /// `(number, url, observation id)` of recent documents.
-    seen: VecDeque<(u32, String, String)>,
+    /// Recent documents, oldest first.
+    seen: VecDeque<Seen>,
+}
+
+/// A document the model has seen, as a refusal names it.
+struct Seen {
+    number: u32,
+    url: String,
+    /// The ID of its newest observation.
+    observation: String,
 }
 
 impl Documents {
@@ -24,20 +35,23 @@ impl Documents {
         if self.key.as_ref() != Some(&key) {
             self.number += 1;
             self.key = Some(key);
-            self.seen
-                .push_back((self.number, url.to_string(), observation.to_string()));
+            self.seen.push_back(Seen {
+                number: self.number,
+                url: url.to_string(),
+                observation: observation.to_string(),
+            });
             while self.seen.len() > keep {
                 self.seen.pop_front();
             }
         } else if let Some(last) = self.seen.back_mut() {
-            last.2 = observation.to_string();
+            last.observation = observation.to_string();
         }
         self.number
     }
 
     fn describe(&self, number: u32) -> Option<String> {
-        let (_, url, id) = self.seen.iter().find(|d| d.0 == number)?;
-        Some(format!("document {number}, observation {id} at {url}"))
+        let seen = self.seen.iter().find(|seen| seen.number == number)?;
+        Some(texts::document(number, &seen.observation, &seen.url))
     }
 }
 
@@ -45,8 +59,8 @@ impl Relay {
     /// The number of the document of the result taken in at `step`, when it carried a tree
     /// (the core session then holds it as its newest observation, ID and URL included).
     pub(super) fn document_at(&mut self, step: usize) -> Option<u32> {
-        let seen = self.session.newest_at(step)?;
-        let page = self.session.page();
+        let seen = self.tracker.newest_at(step)?;
+        let page = self.tracker.page();
         let tab = page.tabs.iter().find(|t| t.current).map_or(0, |t| t.index);
         let key = format!("{tab}\u{0}{}\u{0}{}", page.url, page.document);
         let keep = self.options.max_observations;
@@ -74,23 +88,22 @@ impl Relay {
         failure.map_or(Ok(()), Err)
     }
 
+    /// The refusal of a call whose scoped ref `value` names document `doc`, not the newest.
     fn foreign_ref(&self, value: &str, doc: u32) -> String {
         let newest = self
             .documents
             .describe(self.documents.number)
-            .unwrap_or_else(|| "no page yet".into());
-        let origin = match self.documents.describe(doc) {
-            Some(origin) if doc < self.documents.number => {
-                format!("comes from an older page ({origin}); it is stale")
-            }
-            _ if doc < self.documents.number => {
-                format!("comes from an older page (document {doc}); it is stale")
-            }
-            _ => "names no page the model has seen".into(),
+            .unwrap_or_else(|| texts::NO_PAGE_YET.into());
+        let origin = if doc < self.documents.number {
+            let document = self
+                .documents
+                .describe(doc)
+                .unwrap_or_else(|| texts::document_forgotten(doc));
+            texts::from_older_page(&document)
+        } else {
+            texts::FROM_NO_PAGE.into()
         };
-        format!(
-            "staleguard refused this call: ref {value} {origin}. The newest page is {newest}. Take a fresh snapshot (browser_snapshot) and act only on the refs it shows."
-        )
+        texts::foreign_ref(value, &origin, &newest)
     }
 }
 

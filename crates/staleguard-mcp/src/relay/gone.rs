@@ -1,10 +1,29 @@
-//! The server is gone: every request it had not answered, and every later one, gets an error.
+//! The server is gone ([`Phase::Gone`]): every request it had not answered, and every later
+//! one, gets an error that says how it ended.
 
 use serde_json::Value;
 
 use super::wire::to_client;
-use super::{Output, Relay};
+use super::{Output, Phase, Relay};
 use crate::jsonrpc;
+use crate::texts;
+
+/// How the server ended.
+pub(super) struct Gone {
+    /// As the host said it (`exited with code 1`, `closed its output`): the first time only.
+    how: String,
+}
+
+impl Gone {
+    /// The answer to a request the server can no longer answer.
+    pub(super) fn answer(&self, id: &Value) -> Value {
+        jsonrpc::error(
+            id,
+            jsonrpc::CONNECTION_CLOSED,
+            &texts::server_gone(&self.how),
+        )
+    }
+}
 
 impl Relay {
     /// The server is gone (it exited, or closed its output): every client request it had not
@@ -12,38 +31,27 @@ impl Relay {
     /// (-32000) that says `how` it ended, in the order the client sent them; cancelled ones
     /// get nothing. Later requests get the same error at once.
     pub fn server_exited(&mut self, how: &str) -> Vec<Output> {
-        if self.gone.is_none() {
-            self.gone = Some(how.to_string());
+        let held = self.phase.take_held();
+        if self.phase.gone().is_none() {
+            self.phase = Phase::Gone(Gone {
+                how: how.to_string(),
+            });
         }
-        let mut unanswered: Vec<(u64, Value)> = self
-            .pending
-            .drain()
-            .filter(|(_, call)| !call.cancelled)
-            .map(|(_, call)| (call.seq, call.id))
-            .collect();
-        if let Some(parked) = self.parked.take() {
-            unanswered.push((parked.seq, parked.id));
+        let mut unanswered = self.ledger.close();
+        if let Some(held) = held {
+            unanswered.push((held.seq, held.id));
         }
         unanswered.sort_by_key(|(seq, _)| *seq);
-        self.cancelled.clear();
-        self.abandoned.clear();
-        let how = self.gone.clone().unwrap_or_default();
-        let mut out: Vec<Output> = unanswered
-            .iter()
-            .map(|(_, id)| to_client(&gone_error(id, &how)))
-            .collect();
+        let mut out: Vec<Output> = match self.phase.gone() {
+            Some(gone) => unanswered
+                .iter()
+                .map(|(_, id)| to_client(&gone.answer(id)))
+                .collect(),
+            None => Vec::new(),
+        };
         for line in std::mem::take(&mut self.queue) {
             out.extend(self.from_client(&line));
         }
         out
     }
-}
-
-/// The answer to a request the server can no longer answer.
-pub(super) fn gone_error(id: &Value, how: &str) -> Value {
-    jsonrpc::error(
-        id,
-        jsonrpc::CONNECTION_CLOSED,
-        &format!("staleguard mcp: the browser MCP server {how} before it answered this request"),
-    )
 }

@@ -10,12 +10,16 @@ use super::ledger::Pending;
 use super::wire::{refusal, response, to_client, to_server};
 use super::{Output, Relay};
 use crate::history::HISTORY_TOOL;
+use crate::texts;
 
 impl Relay {
+    /// Whether the relay offers `browser_history` (and answers it itself).
     pub(super) fn offers_history(&self) -> bool {
         self.options.history_tool && !self.server_has_history
     }
 
+    /// A `tools/call`: `browser_history` answered here, another tool's call forwarded, a
+    /// browser call guarded (or held first, when the newest page's refs are unknown).
     pub(super) fn tool_call(&mut self, line: &[u8], id: Value, message: Value) -> Vec<Output> {
         let params = message.get("params");
         let name = params
@@ -29,7 +33,7 @@ impl Relay {
             return vec![to_client(&response(&id, result))];
         }
         if !self.tools.is_browser(&name) {
-            self.forwarded(&id, Pending::Other);
+            self.ledger.forward(&id, Pending::Other);
             return vec![Output::ToServer(line.to_vec())];
         }
         if !self.options.guard {
@@ -39,7 +43,7 @@ impl Relay {
         let arguments = arguments_of(&message);
         let raw = arguments.to_string();
         let has_refs = !staleguard::internal::refs::targets(&raw).is_empty();
-        if has_refs && (self.session.page_unseen() || self.session.other_page(&raw).is_some()) {
+        if has_refs && (self.tracker.page_unseen() || self.tracker.other_page(&raw).is_some()) {
             return self.park(id, message);
         }
         self.decide(id, message)
@@ -61,18 +65,18 @@ impl Relay {
             }
         }
         let raw = arguments.to_string();
-        match guard::check(&self.session, &name, &raw, &self.tools) {
+        match guard::check(&self.tracker, &name, &raw, &self.tools) {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
-                    let guidance = match self.session.progress().last() {
+                    let guidance = match self.tracker.progress().last() {
                         Some(step) if step.stalled => progress::guidance(step),
                         _ => progress::submission_guidance(),
                     };
                     text = format!("{text}\n\n{guidance}");
                 }
                 if why == Refusal::NeedsSnapshot {
-                    text.push_str(" (staleguard could not take one for you.)");
+                    text.push_str(texts::COULD_NOT_SNAPSHOT);
                 }
                 self.note(format!("refused {name}: {why:?}"));
                 vec![to_client(&refusal(&id, &text))]
@@ -87,15 +91,16 @@ impl Relay {
         }
     }
 
+    /// Forwards a browser call: the tracker takes it in, the ledger waits for its result.
     fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
         let step = self.next_step();
-        self.session.call(step, name, arguments);
+        self.tracker.call(step, name, arguments);
         let kind = if tools::is_find(name) {
             Pending::Look
         } else {
             Pending::BrowserCall
         };
-        self.forwarded(id, kind);
+        self.ledger.forward(id, kind);
     }
 
     pub(super) fn next_step(&mut self) -> usize {
@@ -105,6 +110,7 @@ impl Relay {
     }
 }
 
+/// A call's arguments (an empty object for none).
 pub(super) fn arguments_of(message: &Value) -> Value {
     message
         .pointer("/params/arguments")

@@ -1,5 +1,7 @@
-//! The held call: a browser call held back until the server answers the relay's own fresh
-//! snapshot, and the client lines queued behind it.
+//! The held call ([`Phase::Holding`]): a browser call on a page whose refs the relay does not
+//! know (no inline tree) is held back while the relay asks the server for a fresh snapshot of
+//! its own; the client lines that arrive meanwhile queue behind it. The answer, a timeout or a
+//! cancellation ends the hold.
 
 use serde_json::{json, Value};
 
@@ -7,20 +9,29 @@ use super::guard::arguments_of;
 use super::ledger::{id_key, request_key};
 use super::rewrite::{is_error, result_text};
 use super::wire::{refusal, to_client, to_server};
-use super::{Output, Relay};
+use super::{Output, Phase, Relay};
 use crate::jsonrpc::{self, Message};
-
-/// The prefix of the ids of the relay's own requests to the server.
-const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
+use crate::texts;
 
 /// A browser call held back until the relay's own fresh snapshot is answered.
-pub(super) struct Parked {
-    pub(super) own_id: String,
+pub(super) struct Held {
+    /// The id of the relay's own snapshot request.
+    own_id: String,
+    /// When the client sent the call, among its requests.
     pub(super) seq: u64,
     /// The page the relay's own snapshot is of, where the server names pages.
-    pub(super) page_id: Option<String>,
+    page_id: Option<String>,
+    /// The call's id, as the client wrote it.
     pub(super) id: Value,
-    pub(super) message: Value,
+    /// The call.
+    message: Value,
+}
+
+impl Held {
+    /// Whether the server's answer keyed `key` ([`id_key`]) answers the relay's own snapshot.
+    pub(super) fn answered_by(&self, key: &str) -> bool {
+        id_key(&json!(self.own_id)) == key
+    }
 }
 
 impl Relay {
@@ -36,13 +47,13 @@ impl Relay {
             _ => return None,
         }
         let key = id_key(message.pointer("/params/requestId")?);
-        let parked = self.parked.as_ref()?;
-        if id_key(&parked.id) == key {
-            let parked = self.parked.take()?;
+        let held = self.phase.held()?;
+        if id_key(&held.id) == key {
+            let held = self.phase.take_held()?;
             self.note("the client cancelled the held call: dropped".into());
-            self.abandon(&parked.own_id);
+            self.ledger.abandon(&held.own_id);
             let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": parked.own_id, "reason": "the call it was taken for was cancelled"}});
+                "params": {"requestId": held.own_id, "reason": "the call it was taken for was cancelled"}});
             let mut out = vec![to_server(&cancel)];
             out.extend(self.drain_queue());
             return Some(out);
@@ -56,24 +67,17 @@ impl Relay {
             self.note("the client cancelled a request held behind a call: dropped".into());
             return Some(Vec::new());
         }
-        self.cancel_forwarded(&message);
+        self.ledger.cancel(&message);
         Some(vec![Output::ToServer(line.to_vec())])
     }
 
     /// Holds the call and asks the server for a snapshot of its own.
     pub(super) fn park(&mut self, id: Value, message: Value) -> Vec<Output> {
         self.note("the newest page has no inline tree: taking a snapshot before the call".into());
-        self.own_requests += 1;
-        let mut own_id = format!("{OWN_ID_PREFIX}{}", self.own_requests);
-        // Never an id the client has in flight, or one whose late answer is dropped.
-        while self.pending.contains_key(&id_key(&json!(own_id)))
-            || self.abandoned.contains(&id_key(&json!(own_id)))
-        {
-            own_id.push('_');
-        }
+        let own_id = self.ledger.own_id();
         // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
         let page = arguments_of(&message).get("pageId").cloned();
-        let tool = staleguard::internal::observation::snapshot_tool(self.session.page().format);
+        let tool = staleguard::internal::observation::snapshot_tool(self.tracker.page().format);
         let arguments = match &page {
             Some(page) => json!({ "pageId": page }),
             None => json!({}),
@@ -84,8 +88,8 @@ impl Relay {
             "method": "tools/call",
             "params": {"name": tool, "arguments": arguments},
         });
-        let seq = self.next_request();
-        self.parked = Some(Parked {
+        let seq = self.ledger.next_seq();
+        self.phase = Phase::Holding(Held {
             own_id,
             seq,
             page_id: page
@@ -100,7 +104,7 @@ impl Relay {
     /// The server answered the relay's own snapshot: take it in, decide the held call, then
     /// the lines that queued behind it.
     pub(super) fn fresh_snapshot(&mut self, message: &Value) -> Vec<Output> {
-        let Some(parked) = self.parked.take() else {
+        let Some(held) = self.phase.take_held() else {
             return Vec::new();
         };
         if let Some(result) = message.get("result") {
@@ -108,12 +112,12 @@ impl Relay {
                 let text = result_text(result);
                 let step = self.next_step();
                 let reading = self.read(&text);
-                self.session
-                    .refresh(step, text, &reading, parked.page_id.clone());
+                self.tracker
+                    .refresh(step, text, &reading, held.page_id.clone());
                 self.document_at(step);
             }
         }
-        let mut out = self.decide(parked.id, parked.message);
+        let mut out = self.decide(held.id, held.message);
         out.extend(self.drain_queue());
         out
     }
@@ -121,7 +125,7 @@ impl Relay {
     /// The client lines that waited behind a held call, until one is held again.
     fn drain_queue(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
-        while self.parked.is_none() {
+        while self.phase.held().is_none() {
             let Some(line) = self.queue.pop_front() else {
                 break;
             };
@@ -132,22 +136,22 @@ impl Relay {
 
     /// Whether a call is held until the server answers the relay's own snapshot.
     pub fn is_waiting(&self) -> bool {
-        self.parked.is_some()
+        self.phase.held().is_some()
     }
 
     /// The server did not answer the relay's own snapshot in time: the held call is refused,
     /// the lines behind it go on, and the late answer will be dropped.
     pub fn give_up_waiting(&mut self) -> Vec<Output> {
-        let Some(parked) = self.parked.take() else {
+        let Some(held) = self.phase.take_held() else {
             return Vec::new();
         };
-        self.abandon(&parked.own_id);
+        self.ledger.abandon(&held.own_id);
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
-        let tool = staleguard::internal::observation::snapshot_tool(self.session.page().format);
-        let text = format!("staleguard refused this call: the newest page state has no inline snapshot, and the server did not answer a fresh snapshot in time, so the page's refs are unknown. Take a fresh snapshot ({tool}) and act on the refs it shows.");
-        let mut out = vec![to_client(&refusal(&parked.id, &text))];
+        let tool = staleguard::internal::observation::snapshot_tool(self.tracker.page().format);
+        let text = texts::snapshot_timed_out(tool);
+        let mut out = vec![to_client(&refusal(&held.id, &text))];
         out.extend(self.drain_queue());
         out
     }

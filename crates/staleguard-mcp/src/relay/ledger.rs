@@ -1,9 +1,16 @@
-//! The ledger of client requests in flight: forwarded, cancelled, and own requests given up on.
+//! The ledger of requests in flight: client requests forwarded to the server and not yet
+//! answered (cancelled ones among them), and the relay's own requests given up on, whose late
+//! answers are dropped. Requests are keyed by their id as JSON ([`id_key`]).
+
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Value};
 
 use super::Relay;
 use crate::jsonrpc::{self, Message};
+
+/// The prefix of the ids of the relay's own requests to the server.
+const OWN_ID_PREFIX: &str = "staleguard-fresh-snapshot-";
 
 /// Own requests given up on (timed out, or their call cancelled) whose late answers are
 /// still dropped; older ones are forgotten.
@@ -27,21 +34,36 @@ pub(super) enum Pending {
 }
 
 /// A client request forwarded to the server and not answered yet.
-pub(super) struct InFlight {
+struct InFlight {
     /// The id as the client wrote it, to answer it when the server cannot.
-    pub(super) id: Value,
-    pub(super) kind: Pending,
+    id: Value,
+    kind: Pending,
     /// When the client sent it, among its requests: they are answered in this order when the
     /// server is gone.
-    pub(super) seq: u64,
+    seq: u64,
     /// The client cancelled it: it expects no answer.
-    pub(super) cancelled: bool,
+    cancelled: bool,
 }
 
-impl Relay {
+/// Requests in flight between the client, the relay and the server.
+#[derive(Default)]
+pub(super) struct Ledger {
+    /// Client requests forwarded to the server, by id, until it answers them.
+    pending: HashMap<String, InFlight>,
+    /// Client requests taken in so far (the next one's `seq`).
+    requests: u64,
+    /// Ids of cancelled browser calls, oldest first (bounds what `pending` keeps of them).
+    cancelled: VecDeque<String>,
+    /// Own requests sent so far (numbers their ids).
+    own_requests: u64,
+    /// Ids of own snapshots given up on, oldest first: their late answers are dropped.
+    abandoned: VecDeque<String>,
+}
+
+impl Ledger {
     /// Keeps a request forwarded to the server until it answers.
-    pub(super) fn forwarded(&mut self, id: &Value, kind: Pending) {
-        let seq = self.next_request();
+    pub(super) fn forward(&mut self, id: &Value, kind: Pending) {
+        let seq = self.next_seq();
         self.pending.insert(
             id_key(id),
             InFlight {
@@ -53,14 +75,34 @@ impl Relay {
         );
     }
 
-    pub(super) fn next_request(&mut self) -> u64 {
+    /// Counts one more client request taken in: its place in the order the client sent them.
+    pub(super) fn next_seq(&mut self) -> u64 {
         self.requests += 1;
         self.requests
     }
 
+    /// Whether `key` names a request not yet answered: forwarded, or an own one whose late
+    /// answer is still dropped.
+    pub(super) fn in_use(&self, key: &str) -> bool {
+        self.pending.contains_key(key) || self.abandoned.iter().any(|k| k == key)
+    }
+
+    /// The id of a new own request: never one the client has in flight, or one whose late
+    /// answer is dropped.
+    pub(super) fn own_id(&mut self) -> String {
+        self.own_requests += 1;
+        let mut own_id = format!("{OWN_ID_PREFIX}{}", self.own_requests);
+        while self.pending.contains_key(&id_key(&json!(own_id)))
+            || self.abandoned.contains(&id_key(&json!(own_id)))
+        {
+            own_id.push('_');
+        }
+        own_id
+    }
+
     /// `notifications/cancelled` for a request the server has: it goes on to the server, and
     /// the relay no longer answers the request itself should the server be gone.
-    pub(super) fn cancel_forwarded(&mut self, message: &Value) {
+    pub(super) fn cancel(&mut self, message: &Value) {
         let Some(target) = message.pointer("/params/requestId") else {
             return;
         };
@@ -96,10 +138,44 @@ impl Relay {
         }
     }
 
+    /// The server answered `key`: whether it was an own request given up on, now forgotten
+    /// (its answer is dropped).
+    pub(super) fn answered_abandoned(&mut self, key: &str) -> bool {
+        match self.abandoned.iter().position(|k| k == key) {
+            Some(at) => {
+                self.abandoned.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The server answered `key`, or the relay answered it itself: what was forwarded under
+    /// it, if anything, is forgotten. Returns what to do with the answer.
+    pub(super) fn answered(&mut self, key: &str) -> Option<Pending> {
+        self.pending.remove(key).map(|call| call.kind)
+    }
+
+    /// The server is gone: the ids of the client requests it never answered (cancelled ones
+    /// expect nothing), each with its `seq`, and the ledger is emptied.
+    pub(super) fn close(&mut self) -> Vec<(u64, Value)> {
+        let unanswered = self
+            .pending
+            .drain()
+            .filter(|(_, call)| !call.cancelled)
+            .map(|(_, call)| (call.seq, call.id))
+            .collect();
+        self.cancelled.clear();
+        self.abandoned.clear();
+        unanswered
+    }
+}
+
+impl Relay {
     /// Client requests forwarded to the server and not answered yet (cancelled browser calls
     /// among them, up to a bound: their late results are still read).
     pub fn in_flight(&self) -> usize {
-        self.pending.len()
+        self.ledger.pending.len()
     }
 }
 

@@ -1,6 +1,20 @@
 //! The relay: one MCP session between a client and a browser server, as a state machine
 //! over newline-delimited JSON-RPC messages. It does no I/O, so every decision can be
-//! tested without a process; [`crate::run`] feeds it lines and writes what it returns.
+//! tested without a process; [`crate::run()`] feeds it lines and writes what it returns.
+//!
+//! One file per concern, each adding the methods of its concern to [`Relay`]:
+//! - `client.rs`: lines from the client, and what each is (requests, notifications, batches);
+//! - `guard.rs`: a browser call against the newest page: forwarded, held, or refused;
+//! - `server.rs`: lines from the server, and which request each answers;
+//! - `rewrite.rs`: what the client sees of a result (scoped refs, guidance, the history tool);
+//! - `documents.rs`: the documents the model has seen, and the scoped refs that name them;
+//! - `ledger.rs`: the requests in flight (forwarded, cancelled, own ones given up on);
+//! - `hold.rs` and `gone.rs`: the two states besides relaying (`Phase`): a call held for
+//!   the relay's own snapshot, and the server gone;
+//! - `contain.rs`: a bug of the relay's own (a panic) never ends the session;
+//! - `wire.rs`: the messages the relay writes itself, as lines.
+//!
+//! What the model reads of the relay's own is in `texts.rs` of the crate.
 
 mod client;
 mod contain;
@@ -13,7 +27,7 @@ mod rewrite;
 mod server;
 mod wire;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use staleguard::internal::archive::Archive;
 use staleguard::internal::progress::Tracker;
@@ -22,8 +36,9 @@ use staleguard::{Config, Memo};
 
 use crate::McpConfig;
 use documents::Documents;
-use hold::Parked;
-use ledger::InFlight;
+use gone::Gone;
+use hold::Held;
+use ledger::Ledger;
 
 pub use rewrite::result_text;
 
@@ -78,78 +93,118 @@ pub enum Output {
 pub struct Relay {
     options: Options,
     tools: BrowserTools,
-    session: Tracker,
+    /// The core tracker of pages, progress and submissions.
+    tracker: Tracker,
     /// Readings of results seen before in this session (a repeated snapshot is read once).
     memo: Memo,
     /// Index of the next call or result, as the core's session counts them.
     step: usize,
-    /// Client requests forwarded to the server, by id, until it answers them.
-    pending: HashMap<String, InFlight>,
-    /// Client requests taken in so far (the next one's `seq`).
-    requests: u64,
-    /// Ids of cancelled browser calls, oldest first (bounds what `pending` keeps of them).
-    cancelled: VecDeque<String>,
-    parked: Option<Parked>,
-    /// Client lines that arrived while a call was parked, in order.
+    /// Requests in flight, and own requests given up on.
+    ledger: Ledger,
+    /// Relaying, holding a call, or the server gone.
+    phase: Phase,
+    /// Client lines that arrived while a call was held, in order.
     queue: VecDeque<Vec<u8>>,
-    own_requests: u64,
     documents: Documents,
     archive: Archive,
     /// Browser results so far (the session's own list is bounded).
     browser_results: usize,
     /// The server offers its own `browser_history`: the relay then leaves that name alone.
     server_has_history: bool,
-    /// What the relay did, for the operator's log; never page text or arguments.
-    notes: Vec<String>,
-    /// Ids of own snapshots given up on, oldest first: their late answers are dropped.
-    abandoned: VecDeque<String>,
-    /// Lines from the server that were no JSON-RPC message, described, for a rate-limited log.
-    dropped: Vec<String>,
-    /// How the server ended, once it has: every request is then answered with an error.
-    gone: Option<String>,
+    log: Log,
     /// The key of the answer being read from the server, for the error that replaces it
     /// should reading it fail.
     answering: Option<String>,
+}
+
+/// Where the relay stands with the server. Each state besides relaying is a type of its own
+/// that holds only what that state needs, as rustls's connection states do: a held call
+/// exists only while the relay holds one, and how the server ended only once it has.
+enum Phase {
+    /// Every line is taken as it comes.
+    Relaying,
+    /// A browser call is held until the server answers the relay's own snapshot.
+    Holding(Held),
+    /// The server is gone: every request is answered with an error.
+    Gone(Gone),
+}
+
+impl Phase {
+    /// The call held, if any.
+    fn held(&self) -> Option<&Held> {
+        match self {
+            Phase::Holding(held) => Some(held),
+            Phase::Relaying | Phase::Gone(_) => None,
+        }
+    }
+
+    /// Ends holding the call, if one is held and `which` says so: the relay relays again.
+    fn take_held_if(&mut self, which: impl FnOnce(&Held) -> bool) -> Option<Held> {
+        match std::mem::replace(self, Phase::Relaying) {
+            Phase::Holding(held) if which(&held) => Some(held),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// Ends holding the call, if one is held.
+    fn take_held(&mut self) -> Option<Held> {
+        self.take_held_if(|_| true)
+    }
+
+    /// How the server ended, once it has.
+    fn gone(&self) -> Option<&Gone> {
+        match self {
+            Phase::Gone(gone) => Some(gone),
+            Phase::Relaying | Phase::Holding(_) => None,
+        }
+    }
+}
+
+/// What the relay tells the operator, on standard error: never page text or arguments.
+#[derive(Default)]
+struct Log {
+    /// What the relay did, one line each.
+    notes: Vec<String>,
+    /// Lines from the server that were no JSON-RPC message, described, for a rate-limited log.
+    dropped: Vec<String>,
 }
 
 impl Relay {
     pub fn new(options: Options) -> Self {
         Relay {
             tools: BrowserTools::new(&options.config.browser_tools),
-            session: Tracker::new(options.config.max_repeats),
+            tracker: Tracker::new(options.config.max_repeats),
             memo: Memo::new(options.memo_bytes),
             archive: Archive::new(options.max_observations),
             browser_results: 0,
             options,
             step: 0,
-            pending: HashMap::new(),
-            requests: 0,
-            cancelled: VecDeque::new(),
-            parked: None,
+            ledger: Ledger::default(),
+            phase: Phase::Relaying,
             queue: VecDeque::new(),
-            own_requests: 0,
             documents: Documents::default(),
             server_has_history: false,
-            notes: Vec::new(),
-            abandoned: VecDeque::new(),
-            dropped: Vec::new(),
-            gone: None,
+            log: Log::default(),
             answering: None,
         }
     }
 
-    /// The core tracker of pages, progress and submissions, for tests and reports.
+    /// The core tracker of this session's pages, progress and submissions, for tests and
+    /// reports.
     pub fn session(&self) -> &Tracker {
-        &self.session
+        &self.tracker
     }
 
     /// What the relay did since the last call (refusals, its own snapshots, guidance), one
     /// line each, for standard error.
     pub fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+        std::mem::take(&mut self.log.notes)
     }
 
     fn note(&mut self, line: String) {
-        self.notes.push(line);
+        self.log.notes.push(line);
     }
 }

@@ -16,9 +16,9 @@ impl Relay {
         let Some(result) = message.get_mut("result") else {
             // A JSON-RPC error: a failed step.
             if look {
-                self.session.failed_look(step);
+                self.tracker.failed_look(step);
             } else {
-                self.session.failure(step);
+                self.tracker.failure(step);
             }
             self.browser_results += 1;
             return false;
@@ -27,15 +27,15 @@ impl Relay {
         let reading = self.read(&text);
         let failed = is_error(result) || reading.failed;
         if look {
-            self.session.look(step, text.clone(), &reading, failed);
+            self.tracker.look(step, text.clone(), &reading, failed);
         } else {
-            self.session.result(step, text.clone(), &reading, failed);
+            self.tracker.result(step, text.clone(), &reading, failed);
         }
-        self.session.forget_oldest(self.options.max_observations);
+        self.tracker.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
-            let page = self.session.page();
+            let page = self.tracker.page();
             let unique = staleguard::internal::observation::refs_unique(page.format);
             if self.options.guard && self.options.namespace_refs && !unique {
                 changed |= match scope_at_refs(result, doc, &reading, &text) {
@@ -50,9 +50,9 @@ impl Relay {
                 .record_read(text, &reading, self.browser_results);
         }
         if self.options.guard {
-            if let Some(step) = self.session.progress().last().filter(|s| s.stalled) {
+            if let Some(step) = self.tracker.progress().last().filter(|s| s.stalled) {
                 push_text(result, progress::guidance(step));
-                self.notes.push(format!(
+                self.log.notes.push(format!(
                     "no page change for {} browser steps: guidance appended",
                     step.no_progress
                 ));

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::ledger::{id_key, Pending};
 use super::rewrite::has_text_part;
@@ -76,19 +76,14 @@ impl Relay {
             return vec![Output::ToClient(line.into_owned())];
         };
         self.answering = Some(key.clone());
-        if self
-            .parked
-            .as_ref()
-            .is_some_and(|p| id_key(&json!(p.own_id)) == key)
-        {
+        if self.phase.held().is_some_and(|held| held.answered_by(&key)) {
             let answer = read_whole(whole, &line);
             return self.fresh_snapshot(&answer);
         }
-        if let Some(at) = self.abandoned.iter().position(|k| *k == key) {
-            self.abandoned.remove(at);
+        if self.ledger.answered_abandoned(&key) {
             return Vec::new();
         }
-        let kind = self.pending.remove(&key).map(|call| call.kind);
+        let kind = self.ledger.answered(&key);
         if !matches!(
             kind,
             Some(Pending::ToolsList | Pending::BrowserCall | Pending::Look)
@@ -144,7 +139,7 @@ impl Relay {
     fn drop_line(&mut self, line: &[u8], what: &str) {
         let shown = &line[..line.len().min(60)];
         let more = if shown.len() < line.len() { "..." } else { "" };
-        self.dropped.push(format!(
+        self.log.dropped.push(format!(
             "dropped a line from the server that is {what} ({} bytes: \"{}\"{more})",
             line.len(),
             String::from_utf8_lossy(shown).escape_debug()
@@ -154,7 +149,7 @@ impl Relay {
     /// The lines from the server dropped since the last call, one description each (its
     /// length and first bytes, escaped), for a log that limits their rate.
     pub fn take_dropped(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.dropped)
+        std::mem::take(&mut self.log.dropped)
     }
 }
 

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 use super::Output;
 use crate::jsonrpc;
 
+/// A result response.
 pub(super) fn response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
@@ -17,6 +18,7 @@ pub(super) fn refusal(id: &Value, text: &str) -> Value {
     )
 }
 
+/// The parse error (-32700) of a line that is not JSON.
 pub(super) fn parse_error(e: &serde_json::Error) -> Value {
     jsonrpc::error(
         &Value::Null,
@@ -25,6 +27,7 @@ pub(super) fn parse_error(e: &serde_json::Error) -> Value {
     )
 }
 
+/// The invalid-request error (-32600) of a message that is no valid request: `why`.
 pub(super) fn invalid_request(id: &Value, why: &str) -> Value {
     jsonrpc::error(
         id,
@@ -38,10 +41,12 @@ pub(super) fn internal_error(id: &Value, why: &str) -> Value {
     jsonrpc::error(id, jsonrpc::INTERNAL_ERROR, why)
 }
 
+/// A message for the client.
 pub(super) fn to_client(message: &Value) -> Output {
     Output::ToClient(line_of(message))
 }
 
+/// A message for the server.
 pub(super) fn to_server(message: &Value) -> Output {
     Output::ToServer(line_of(message))
 }
