@@ -110,7 +110,7 @@ fn compare(name: &str, lines: &[(bool, Vec<u8>)]) {
 /// contains `snapshot` (for a profile of one case).
 fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let wanted = |name: &str| filter.as_deref().map_or(true, |f| name.contains(f));
+    let wanted = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
     if wanted("recorded 0.0.41 sessions") {
         compare("recorded 0.0.41 sessions", &sessions());
     }

@@ -226,7 +226,7 @@ fn first_ref(page: &str) -> Option<String> {
 fn cycle(c: &mut Client, n: u64, stale: &mut Option<String>) -> Result<u64, String> {
     let mut calls = 0;
     let buttons = 50 + (n * 37) % 350;
-    let linked = n % 5 == 0;
+    let linked = n.is_multiple_of(5);
     let r = c.call(
         "browser_navigate",
         json!({"url": format!("http://soak.test/{}/{n}", n % 100), "buttons": buttons, "filler": n % 4, "linked": linked}),
@@ -259,7 +259,7 @@ fn cycle(c: &mut Client, n: u64, stale: &mut Option<String>) -> Result<u64, Stri
         }
     }
     *stale = now;
-    if n % 10 == 0 {
+    if n.is_multiple_of(10) {
         let list = c.call("browser_history", json!({}))?;
         calls += 1;
         let first_id = text(&list)
@@ -273,20 +273,20 @@ fn cycle(c: &mut Client, n: u64, stale: &mut Option<String>) -> Result<u64, Stri
             calls += 1;
         }
     }
-    if n % 7 == 0 {
+    if n.is_multiple_of(7) {
         c.call(
             "fake_garbage",
             json!({"lines": ["a log line on stdout", "{\"level\":30}"]}),
         )?;
         calls += 1;
     }
-    if n % 11 == 0 {
+    if n.is_multiple_of(11) {
         let id = c.id();
         c.send_raw(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "fake_hold", "arguments": {}}}).to_string());
         c.send_raw(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}).to_string());
         calls += 1;
     }
-    if n % 13 == 0 {
+    if n.is_multiple_of(13) {
         c.send_raw("{\"jsonrpc\": \"2.0\", \"id\": ");
         let e = c.answer(&Value::Null)?;
         if e["error"]["code"] != json!(-32700) {
