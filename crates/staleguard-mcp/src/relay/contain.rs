@@ -49,8 +49,13 @@ impl Relay {
             return Vec::new();
         };
         let why = texts::INTERNAL_ERROR_ANSWER;
-        if let Some(held) = self.phase.take_held_if(|held| held.answered_by(&key)) {
-            return vec![to_client(&internal_error(&held.id, why))];
+        // The relay's own snapshot for a held call: that call gets the error, whether or not
+        // reading had taken it out of the phase, and the lines queued behind it go on.
+        if let Some(id) = self.answering_held.take() {
+            self.phase.take_held_if(|held| held.answered_by(&key));
+            let mut out = vec![to_client(&internal_error(&id, why))];
+            out.extend(self.drain_queue());
+            return out;
         }
         self.ledger.answered(&key);
         match serde_json::from_str::<Value>(&key) {
@@ -124,5 +129,56 @@ mod tests {
         let said = answers[0]["error"]["message"].as_str().unwrap_or_default();
         assert!(said.contains("may have run"), "{said}");
         assert_eq!(r.in_flight(), 0);
+    }
+
+    /// A panic while reading the relay's own snapshot, after the held call was taken out to
+    /// be decided: the held call (not the relay's own request) gets the error, and the line
+    /// queued behind it goes on.
+    #[test]
+    fn a_panic_on_the_guards_own_snapshot_answers_the_held_call() {
+        let mut r = relay();
+        let line = |v: Value| v.to_string().into_bytes();
+        let navigate = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "browser_navigate", "arguments": {"url": "http://a/"}}});
+        r.from_client(&line(navigate));
+        let report = "### Page\n- Page URL: http://a/\n- Page Title: Shop\n### Snapshot\n- [Snapshot](.playwright-mcp/page-1.yml)";
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": report}]}});
+        r.from_server(&line(answer));
+        let click = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "browser_click", "arguments": {"target": "e2"}}});
+        let own = match r.from_client(&line(click)).as_slice() {
+            [Output::ToServer(l)] => serde_json::from_slice::<Value>(l).unwrap()["id"].clone(),
+            other => panic!(
+                "expected the guard's own snapshot request, got {}",
+                other.len()
+            ),
+        };
+        assert!(r.is_waiting());
+        let ping = br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+        assert!(
+            r.from_client(ping).is_empty(),
+            "queued behind the held call"
+        );
+        let own_answer = json!({"jsonrpc": "2.0", "id": own, "result": {"content": []}});
+        let out = r.contained(
+            |relay| {
+                relay.answering = Some(id_key(&own));
+                relay.answering_held = Some(json!(2));
+                // Reading took the call out of the phase before the bug struck.
+                relay.phase.take_held();
+                panic!("a bug while reading {own_answer}")
+            },
+            Relay::internal_error_for_answer,
+        );
+        let answers = errors_to_client(&out);
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert_eq!(answers[0]["id"], 2, "the held call, not the guard's own id");
+        assert_eq!(answers[0]["error"]["code"], jsonrpc::INTERNAL_ERROR);
+        let forwarded: Vec<&Output> = out
+            .iter()
+            .filter(|o| matches!(o, Output::ToServer(_)))
+            .collect();
+        assert_eq!(forwarded.len(), 1, "the queued ping goes on");
+        assert!(!r.is_waiting());
     }
 }

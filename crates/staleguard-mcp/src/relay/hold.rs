@@ -123,7 +123,7 @@ impl Relay {
     }
 
     /// The client lines that waited behind a held call, until one is held again.
-    fn drain_queue(&mut self) -> Vec<Output> {
+    pub(super) fn drain_queue(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
         while self.phase.held().is_none() {
             let Some(line) = self.queue.pop_front() else {

@@ -29,6 +29,8 @@ mod wire;
 
 use std::collections::VecDeque;
 
+use serde_json::Value;
+
 use staleguard::internal::archive::Archive;
 use staleguard::internal::progress::Tracker;
 use staleguard::internal::tools::BrowserTools;
@@ -115,6 +117,9 @@ pub struct Relay {
     /// The key of the answer being read from the server, for the error that replaces it
     /// should reading it fail.
     answering: Option<String>,
+    /// The client's id of the held call while the answer being read is the relay's own
+    /// snapshot for it: reading it takes the call out of the phase before deciding it.
+    answering_held: Option<Value>,
 }
 
 /// Where the relay stands with the server. Each state besides relaying is a type of its own
@@ -189,6 +194,7 @@ impl Relay {
             server_has_history: false,
             log: Log::default(),
             answering: None,
+            answering_held: None,
         }
     }
 

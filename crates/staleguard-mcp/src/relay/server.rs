@@ -35,6 +35,7 @@ impl Relay {
     /// line answers gets an internal error (-32603) instead of the server's answer.
     fn server_line(&mut self, line: Cow<'_, [u8]>) -> Vec<Output> {
         self.answering = None;
+        self.answering_held = None;
         self.contained(
             |relay| relay.read_server_line(line),
             Relay::internal_error_for_answer,
@@ -76,7 +77,8 @@ impl Relay {
             return vec![Output::ToClient(line.into_owned())];
         };
         self.answering = Some(key.clone());
-        if self.phase.held().is_some_and(|held| held.answered_by(&key)) {
+        if let Some(held) = self.phase.held().filter(|held| held.answered_by(&key)) {
+            self.answering_held = Some(held.id.clone());
             let answer = read_whole(whole, &line);
             return self.fresh_snapshot(&answer);
         }
