@@ -147,7 +147,8 @@ impl Metrics {
         self.saved_bytes.inc_by(saved);
     }
 
-    /// A model request could not be projected, for `reason` (one of [`FAILURE_REASONS`]).
+    /// A model request could not be projected, for `reason` (`internal-error`,
+    /// `unreadable-body` or `undecodable-body`).
     pub fn projection_failed(&self, reason: &'static str) {
         self.projection_failures
             .get_or_create(&[("reason", reason)])
