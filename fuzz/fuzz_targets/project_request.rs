@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use staleguard::{Config, RequestFormat};
+use staleguard_fuzz::check::is_json;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(body) = std::str::from_utf8(data) else {
@@ -28,7 +29,3 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
-
-fn is_json(body: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(body).is_ok()
-}
