@@ -31,9 +31,9 @@ pub(crate) use model::{Observation, ObservationFormat};
 /// Every supported format, most specific first.
 pub static FORMATS: &[&dyn ObservationFormat] = &[
     &pw_find::PlaywrightFind,
-    &pw_page::PlaywrightPage,
-    &pw_page_state::PlaywrightPageState,
-    &pw_legacy::PlaywrightLegacy,
+    &pw_page::ERA,
+    &pw_page_state::ERA,
+    &pw_legacy::ERA,
     &ankita::Ankita,
     &snapshot_file::SnapshotFile,
     &agent_browser::AgentBrowser,

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 use super::aria::{self, lines};
-use super::model::{Observation, Tab, TreeKind};
+use super::model::{Observation, ObservationFormat, Tab, TreeKind};
 use crate::failure::{line_starts_found, HEADING};
 
 pub(super) const H_RAN_CODE: u16 = 1;
@@ -28,6 +28,35 @@ pub(super) enum Depth {
     Full,
     /// Header, and only the tree's kind and ref count.
     Header,
+}
+
+/// A Playwright MCP era's detector: its name and how it tells and reads its results. The
+/// eras differ only there (which headings or page lines a result of theirs holds), so one
+/// `ObservationFormat` serves all three.
+#[derive(Clone, Copy)]
+pub(crate) struct PlaywrightEra {
+    pub(super) name: &'static str,
+    pub(super) parse_at: for<'a> fn(&'a str, Depth) -> Option<Observation<'a>>,
+}
+
+impl std::fmt::Debug for PlaywrightEra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PlaywrightEra").field(&self.name).finish()
+    }
+}
+
+impl ObservationFormat for PlaywrightEra {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        (self.parse_at)(text, Depth::Full)
+    }
+
+    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
+        (self.parse_at)(text, Depth::Header)
+    }
 }
 
 /// What one pass over a Playwright MCP result found.

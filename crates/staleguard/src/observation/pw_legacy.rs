@@ -6,29 +6,17 @@ use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
 
-use super::model::{Observation, ObservationFormat};
-use super::pw_common::{build, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use super::model::Observation;
+use super::pw_common::{build, scan, Depth, PlaywrightEra, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-legacy";
 
 /// Detector for Playwright MCP 0.0.31 and earlier.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PlaywrightLegacy;
-
-impl ObservationFormat for PlaywrightLegacy {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Full)
-    }
-
-    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Header)
-    }
-}
+pub(crate) const ERA: PlaywrightEra = PlaywrightEra {
+    name: NAME,
+    parse_at,
+};
 
 /// Finds the page lines, one of which a result of this era holds. Built once: building a
 /// finder costs more than searching a short result.
@@ -49,6 +37,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observation::model::ObservationFormat;
     use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.30, `order` call_4 (fixtures/pwmcp-0.0.30/order.openai.json).
@@ -120,7 +109,7 @@ await page.getByRole('link', { name: 'Embedded newsletter (iframe)' }).click();
 "##;
 
     fn parse(text: &str) -> Option<Observation<'_>> {
-        PlaywrightLegacy.parse(text)
+        ERA.parse(text)
     }
 
     #[test]

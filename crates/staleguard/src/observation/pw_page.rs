@@ -2,29 +2,17 @@
 //! `### Snapshot` (an inline ```yaml tree, full or incremental, or a link to a `.yml` file),
 //! `### Result`, `### Error`, `### Events`.
 
-use super::model::{Observation, ObservationFormat};
-use super::pw_common::{build, has_any_heading, scan, Depth, H_PAGE, H_SNAPSHOT};
+use super::model::Observation;
+use super::pw_common::{build, has_any_heading, scan, Depth, PlaywrightEra, H_PAGE, H_SNAPSHOT};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-0.0.57";
 
 /// Detector for Playwright MCP 0.0.57 and later.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PlaywrightPage;
-
-impl ObservationFormat for PlaywrightPage {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Full)
-    }
-
-    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Header)
-    }
-}
+pub(crate) const ERA: PlaywrightEra = PlaywrightEra {
+    name: NAME,
+    parse_at,
+};
 
 fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
     if !has_any_heading(text, &["### Page", "### Snapshot"]) {
@@ -40,6 +28,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observation::model::ObservationFormat;
     use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.83, `order` call_1 (fixtures/pwmcp-0.0.83): a file-linked snapshot.
@@ -127,7 +116,7 @@ await new Promise(f => setTimeout(f, 3 * 1000));
 - [Console](.playwright-mcp/console.log)"##;
 
     fn parse(text: &str) -> Option<Observation<'_>> {
-        PlaywrightPage.parse(text)
+        ERA.parse(text)
     }
 
     #[test]

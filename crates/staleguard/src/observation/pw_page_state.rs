@@ -2,29 +2,19 @@
 //! 0.0.56), `### Open tabs`, `### Page state` with `- Page URL:`, `- Page Title:` and
 //! `- Page Snapshot:` + ```yaml (incremental from 0.0.51), `### Result`.
 
-use super::model::{Observation, ObservationFormat};
-use super::pw_common::{build, has_heading, scan, Depth, H_PAGE, H_PAGE_STATE, H_SNAPSHOT};
+use super::model::Observation;
+use super::pw_common::{
+    build, has_heading, scan, Depth, PlaywrightEra, H_PAGE, H_PAGE_STATE, H_SNAPSHOT,
+};
 
 /// Name of this format.
 pub(crate) const NAME: &str = "playwright-mcp-0.0.32";
 
 /// Detector for Playwright MCP 0.0.32 to 0.0.56.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PlaywrightPageState;
-
-impl ObservationFormat for PlaywrightPageState {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn parse<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Full)
-    }
-
-    fn parse_header<'a>(&self, text: &'a str) -> Option<Observation<'a>> {
-        parse_at(text, Depth::Header)
-    }
-}
+pub(crate) const ERA: PlaywrightEra = PlaywrightEra {
+    name: NAME,
+    parse_at,
+};
 
 fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
     if !has_heading(text, "### Page state") {
@@ -40,6 +30,7 @@ fn parse_at(text: &str, depth: Depth) -> Option<Observation<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observation::model::ObservationFormat;
     use crate::observation::{aria, TreeKind};
 
     /// Playwright MCP 0.0.41, `order` call_8 (fixtures/pwmcp-0.0.41): fenced code.
@@ -123,7 +114,7 @@ await page.getByLabel('Colour Red Blue Green').selectOption(['Blue']);
 "##;
 
     fn parse(text: &str) -> Option<Observation<'_>> {
-        PlaywrightPageState.parse(text)
+        ERA.parse(text)
     }
 
     #[test]
