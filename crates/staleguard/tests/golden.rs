@@ -91,7 +91,16 @@ fn configs() -> Vec<(&'static str, Config)> {
         request_budget_bytes: Some(24 * 1024),
         ..on()
     };
-    vec![("on", on()), ("bare", off), ("budget", budget)]
+    let lean = Config {
+        live_page: staleguard::LivePage::Lean,
+        ..on()
+    };
+    vec![
+        ("on", on()),
+        ("bare", off),
+        ("budget", budget),
+        ("lean", lean),
+    ]
 }
 
 /// The body of `path` in every wire format it can be written in.
