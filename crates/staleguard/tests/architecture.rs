@@ -148,14 +148,15 @@ fn a_file_that_does_not_lex_is_named() {
 
 #[test]
 fn the_projection_lean_cycle_would_be_seen() {
-    // `Lean` is lean's own, and stays there whatever else moves.
+    // `Lean` is lean's own (lean/render.rs, named through lean's root), and stays there
+    // whatever else moves.
     let planted = "\npub(crate) type PlantedLean = crate::lean::Lean;\n";
     let files = with_appended(real_sources(), "projection.rs", planted);
     let report = analyse(&files).unwrap_or_else(|e| panic!("{e}"));
     let seen = report
         .cycles
         .iter()
-        .any(|c| c.iter().any(|f| f == "projection") && c.iter().any(|f| f == "lean"));
+        .any(|c| c.iter().any(|f| f == "projection") && c.iter().any(|f| f.starts_with("lean")));
     assert!(
         seen,
         "no cycle through projection and lean:\n{}",
