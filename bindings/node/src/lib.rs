@@ -60,6 +60,7 @@ impl Failure {
                 ..
             } => Failure::positioned(error.to_string(), *line, *column, *offset),
             staleguard::Error::Shape { .. } => Failure::new("NotARequest", error.to_string()),
+            staleguard::Error::Call(_) => Failure::new("Staleguard", error.to_string()),
         }
     }
 }
@@ -195,19 +196,6 @@ pub struct CallVerdict {
     pub reason: Option<String>,
 }
 
-/// The tool name and JSON arguments of a call in any of the three wire formats (as the
-/// CLI's `check-call --call` reads it).
-fn proposed_call(call: &str) -> Result<(String, String), Failure> {
-    let value: serde_json::Value = serde_json::from_str(call)
-        .map_err(|e| Failure::new("Staleguard", format!("call is not JSON: {e}")))?;
-    staleguard::internal::guard::proposed_call(&value).ok_or_else(|| {
-        Failure::new(
-            "Staleguard",
-            "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item",
-        )
-    })
-}
-
 /// Asks the guard about `call` (JSON text) proposed after the request `body`.
 #[napi]
 pub fn check_call(body: String, call: String, config_toml: Option<String>) -> Outcome<CallVerdict> {
@@ -215,10 +203,9 @@ pub fn check_call(body: String, call: String, config_toml: Option<String>) -> Ou
 }
 
 fn check(body: &str, call: &str, config_toml: Option<&str>) -> Result<CallVerdict, Failure> {
-    let (name, arguments) = proposed_call(call)?;
     let engine = staleguard::Engine::new(config_of(config_toml)?);
     let verdict = engine
-        .check_call(body, RequestFormat::Auto, &name, &arguments)
+        .check_proposed(body, RequestFormat::Auto, call)
         .map_err(Failure::of_body)?;
     Ok(match verdict {
         Verdict::Allow { note } => CallVerdict {

@@ -67,6 +67,7 @@ fn body_error(py: Python<'_>, error: staleguard::Error) -> PyErr {
             ..
         } => positioned(py, error.to_string(), *line, *column, *offset),
         staleguard::Error::Shape { .. } => NotARequestError::new_err(error.to_string()),
+        staleguard::Error::Call(_) => StaleguardError::new_err(error.to_string()),
     }
 }
 
@@ -217,18 +218,6 @@ impl Verdict {
     }
 }
 
-/// The tool name and JSON arguments of a call in any of the three wire formats (as the
-/// CLI's `check-call --call` reads it).
-fn proposed_call(call: &str) -> PyResult<(String, String)> {
-    let v: serde_json::Value = serde_json::from_str(call)
-        .map_err(|e| StaleguardError::new_err(format!("call is not JSON: {e}")))?;
-    staleguard::internal::guard::proposed_call(&v).ok_or_else(|| {
-        StaleguardError::new_err(
-            "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item",
-        )
-    })
-}
-
 /// Asks the guard about `call` (JSON text) proposed after the request `body`.
 #[pyfunction]
 #[pyo3(signature = (body, call, config_toml=None))]
@@ -238,13 +227,13 @@ fn check_call(
     call: &str,
     config_toml: Option<&str>,
 ) -> PyResult<Verdict> {
-    let (name, arguments) = proposed_call(call)?;
     let config = config_of(config_toml)?;
+    let call = call.to_owned();
     let verdict = py
         .allow_threads(move || {
             contain(|| {
                 let engine = staleguard::Engine::new(config);
-                engine.check_call(&body, RequestFormat::Auto, &name, &arguments)
+                engine.check_proposed(&body, RequestFormat::Auto, &call)
             })
         })?
         .map_err(|e| body_error(py, e))?;

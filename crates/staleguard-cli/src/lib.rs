@@ -206,10 +206,14 @@ pub const INTERNAL_ERROR: u8 = 70;
 const REFUSED: u8 = 3;
 
 fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
-    let (name, arguments) = proposed_call(call)?;
     let (body, _, config) = load(input)?;
     // The body's format is told from the body, whatever --format says.
-    let verdict = Engine::new(config).check_call(&body, RequestFormat::Auto, &name, &arguments)?;
+    let verdict = match Engine::new(config).check_proposed(&body, RequestFormat::Auto, call) {
+        Ok(verdict) => verdict,
+        // The call's own error names the flag it came in.
+        Err(staleguard::Error::Call(why)) => return Err(Failure::Message(format!("--{why}"))),
+        Err(e) => return Err(e.into()),
+    };
     match verdict {
         Verdict::Allow { note } => write_stdout(
             format!(
@@ -223,15 +227,6 @@ fn check_call(call: &str, input: &InputArgs) -> Result<(), Failure> {
             Err(Failure::Exit(REFUSED))
         }
     }
-}
-
-/// The tool name and JSON arguments of a call in any of the three wire formats.
-fn proposed_call(call: &str) -> Result<(String, String), Failure> {
-    let v: serde_json::Value = serde_json::from_str(call)
-        .map_err(|e| Failure::from(format!("--call is not JSON: {e}")))?;
-    staleguard::internal::guard::proposed_call(&v).ok_or_else(|| {
-        Failure::from("--call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".to_string())
-    })
 }
 
 /// Reads the body and config; compaction is on for these commands.

@@ -174,6 +174,16 @@ fn bad_input_exits_2_with_one_clear_line() {
             "not a model request body: no `messages` or `input` array",
         ),
         (
+            &["check-call", "--call", "{}"],
+            Some("{\"messages\": []}"),
+            "--call names no tool: give an OpenAI tool_calls entry",
+        ),
+        (
+            &["check-call", "--call", "{"],
+            Some("{\"messages\": []}"),
+            "--call is not JSON",
+        ),
+        (
             &["project", "/no/such/file.json"],
             None,
             "cannot read /no/such/file.json",

@@ -26,6 +26,9 @@ pub enum Error {
         /// What is missing or of the wrong type.
         reason: String,
     },
+    /// A proposed call (`Engine::check_proposed`) that is no JSON or names no tool.
+    #[error("{0}")]
+    Call(String),
 }
 
 impl Error {

@@ -123,10 +123,9 @@ fn describes(description: &str, element: &Element) -> bool {
 
 /// The tool name and JSON arguments of one call as a request format writes it: an OpenAI
 /// `tool_calls` entry, an Anthropic `tool_use` block, a Responses `function_call` item or a
-/// Gemini `functionCall` part (or its inside). `None` when it names no tool. For hosts that
-/// take a proposed call from outside (the CLI's `check-call`, the Python package's
-/// `check_call`).
-pub fn proposed_call(call: &Value) -> Option<(String, String)> {
+/// Gemini `functionCall` part (or its inside). `None` when it names no tool. Hosts reach it
+/// through `Engine::check_proposed`.
+pub(crate) fn proposed_call(call: &Value) -> Option<(String, String)> {
     let text = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),

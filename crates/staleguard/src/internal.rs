@@ -29,7 +29,7 @@ pub mod config {
 
 /// The guard: a proposed call against the session so far.
 pub mod guard {
-    pub use crate::guard::{check, proposed_call, verdicts};
+    pub use crate::guard::{check, verdicts};
 }
 
 /// The memo's weights.

@@ -158,6 +158,37 @@ impl Engine {
         Ok(guard::check(&tracker, name, arguments, &self.tools))
     }
 
+    /// [`check_call`](Self::check_call) of a call as a request format writes it (JSON text):
+    /// an OpenAI `tool_calls` entry, an Anthropic `tool_use` block, a Responses
+    /// `function_call` item or a Gemini `functionCall` part. A call that is no JSON or names
+    /// no tool is an [`Error::Call`], found before the body is read.
+    ///
+    /// ```
+    /// use staleguard::{Config, Engine, RequestFormat, Verdict};
+    ///
+    /// let body = r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#;
+    /// let call = r#"{"type": "tool_use", "id": "t1", "name": "browser_click", "input": {"ref": "e1"}}"#;
+    /// let engine = Engine::new(Config::default());
+    /// let verdict = engine.check_proposed(body, RequestFormat::Auto, call);
+    /// assert!(matches!(verdict, Ok(Verdict::Refuse { .. })));
+    /// assert!(engine.check_proposed(body, RequestFormat::Auto, "{}").is_err());
+    /// ```
+    pub fn check_proposed(
+        &self,
+        body: &str,
+        format: RequestFormat,
+        call: &str,
+    ) -> Result<Verdict, Error> {
+        let value: serde_json::Value = serde_json::from_str(call)
+            .map_err(|e| Error::Call(format!("call is not JSON: {e}")))?;
+        let (name, arguments) = guard::proposed_call(&value).ok_or_else(|| {
+            Error::Call(
+                "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".into(),
+            )
+        })?;
+        self.check_call(body, format, &name, &arguments)
+    }
+
     /// Projects `tail`, the bytes of a body from checkpoint `found`'s resume point on.
     fn resume(
         &self,
