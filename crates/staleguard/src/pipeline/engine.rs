@@ -14,7 +14,7 @@ use crate::tools::BrowserTools;
 use super::checkpoint::{self, Parts};
 use super::options::Options;
 use super::output::Projection;
-use super::run::{self, Run, Start};
+use super::run::{self, Job, Start};
 
 /// A [`Config`] with what it compiles kept: a host that projects many requests under one
 /// config (the proxy, the MCP guard) builds one engine and calls it for each.
@@ -74,14 +74,14 @@ impl Engine {
                 &local
             }
         };
-        let run = Run {
+        let job = Job {
             config: &self.config,
             tools: &self.tools,
             options: &options,
             memo,
             keep: keep.map(|(_, context)| context),
         };
-        let projected = run::run(body, format, Start::Fresh, &run)?;
+        let projected = run::project(body, format, Start::Fresh, &job)?;
         // A run from the first message always answers; the error keeps that a fact of the
         // types, not a panic.
         projected.ok_or_else(|| Error::Shape {
@@ -198,14 +198,14 @@ impl Engine {
         memo: &Memo,
         found: &std::sync::Arc<checkpoint::Checkpoint>,
     ) -> Option<Projection> {
-        let run = Run {
+        let job = Job {
             config: &self.config,
             tools: &self.tools,
             options,
             memo,
             keep: Some(found.context()),
         };
-        let projected = run::run(tail, format, Start::From(found), &run).ok()??;
+        let projected = run::project(tail, format, Start::From(found), &job).ok()??;
         memo.count_resumed();
         Some(projected)
     }

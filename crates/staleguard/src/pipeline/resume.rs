@@ -168,19 +168,32 @@ pub(crate) struct Analysed<'p> {
     pub(crate) tracker: Option<Tracker>,
 }
 
-/// Writes `request` with the plan's edits, from `base`'s resume point on when there is a
-/// base, and keeps a checkpoint at `cut` built on `base`.
-#[allow(clippy::too_many_arguments)]
+/// What a run writes from: the body (its bytes from offset `origin` of the whole on: a tail
+/// when the run resumed), the request read from it, our breakpoint, and the checkpoint the
+/// run resumed from.
+pub(crate) struct Source<'s, 'b> {
+    pub(crate) body: &'s str,
+    pub(crate) origin: usize,
+    pub(crate) request: &'s WireRequest<'b>,
+    pub(crate) breakpoint: Option<Breakpoint>,
+    pub(crate) base: Option<&'s Checkpoint>,
+}
+
+/// Writes the request with the plan's edits, from the base's resume point on when there is a
+/// base, and keeps a checkpoint at `cut` built on it, in `memo` under `context`.
 pub(crate) fn write_and_keep(
-    (body, origin): (&str, usize),
-    request: &WireRequest<'_>,
-    breakpoint: Option<Breakpoint>,
-    base: Option<&Checkpoint>,
+    source: Source<'_, '_>,
     cut: Cut,
     parts: Analysed<'_>,
-    memo: &Memo,
-    context: u64,
+    (memo, context): (&Memo, u64),
 ) -> Body {
+    let Source {
+        body,
+        origin,
+        request,
+        breakpoint,
+        base,
+    } = source;
     let from = base.map_or(0, |b| b.resume.offset.saturating_sub(origin));
     let edits = &parts.report.edits;
     let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);

@@ -44,10 +44,10 @@ impl<'c> Start<'c> {
     }
 }
 
-/// What a projection runs with: the config, its browser tools, the host's options, the memo
+/// A projection job: what a projection runs with: the config, its browser tools, the host's options, the memo
 /// the session reads through, and the context a checkpoint for the next turn is kept under
 /// (`None`: none is kept).
-pub(crate) struct Run<'r> {
+pub(crate) struct Job<'r> {
     pub(crate) config: &'r Config,
     pub(crate) tools: &'r BrowserTools,
     pub(crate) options: &'r Options<'r>,
@@ -69,49 +69,49 @@ struct Analyses {
 
 /// Projects `body` from `start`. `Ok(None)` only from a checkpoint, when the tail cannot be
 /// projected as a whole read would project it: the caller then goes the whole way.
-pub(crate) fn run(
+pub(crate) fn project(
     body: &str,
     format: RequestFormat,
     start: Start<'_>,
-    run: &Run<'_>,
+    job: &Job<'_>,
 ) -> Result<Option<Projection>, Error> {
     let Some((request, format, format_reason)) = read(body, format, start)? else {
         return Ok(None);
     };
     let reader = Reader {
-        memo: run.memo,
-        depth: stages::depth(run.config, run.options.verdicts),
+        memo: job.memo,
+        depth: stages::depth(job.config, job.options.verdicts),
     };
-    let mut session = Session::read(request.transcript(), run.tools, reader);
+    let mut session = Session::read(request.transcript(), job.tools, reader);
     session.before = start.base().and_then(|base| base.before.clone());
     // A resumed run's notice was written before the resume point if anything collapsed there.
     let notice_written = start
         .base()
         .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
-    let waits = guard_in_front(&request, run.config);
+    let waits = guard_in_front(&request, job.config);
     // A waiting collapse rewrites what a checkpoint froze, and a tail that names the history
     // tool may belong to a request that offers it before the tail: a whole read decides.
     let named = || body.contains(crate::tools::HISTORY_TOOL);
     // A lean page weighs its prose against the user's words before it, which a tail lacks.
-    let lean = run.config.live_page == LivePage::Lean;
+    let lean = job.config.live_page == LivePage::Lean;
     if start.base().is_some() && (waits || lean || named()) {
         return Ok(None);
     }
-    let mut plan = plan(&request, &session, run.config, notice_written, waits);
+    let mut plan = plan(&request, &session, job.config, notice_written, waits);
     if let Some(base) = start.base() {
-        if !resume::continues(&request, &session, base, run.config) {
+        if !resume::continues(&request, &session, base, job.config) {
             return Ok(None);
         }
     }
-    let cut = run
+    let cut = job
         .keep
         .filter(|_| !waits && !lean)
         .and_then(|_| Cut::of(&request, &session, &plan));
-    let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), run) else {
+    let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), job) else {
         return Ok(None);
     };
     if lean {
-        let config = run.config;
+        let config = job.config;
         let options = crate::lean::Options {
             min_bytes: config.lean_min_bytes,
             guard: waits,
@@ -134,7 +134,7 @@ pub(crate) fn run(
         written,
         tracker: found.tracker.take(),
     };
-    let body = write(body, &request, breakpoint, cut, parts, start, run);
+    let body = write(body, &request, breakpoint, cut, parts, start, job);
     let report = match report {
         None => Report::whole(plan),
         Some((parts, collapsed)) => Report::in_parts(parts, collapsed),
@@ -210,12 +210,12 @@ fn analyse(
     plan: &mut Plan,
     start: Start<'_>,
     cut: Option<&Cut>,
-    run: &Run<'_>,
+    job: &Job<'_>,
 ) -> Option<Analyses> {
-    let config = run.config;
+    let config = job.config;
     let snapshot = cut.map(|c| c.resume.item);
     let (progress, verdicts, tracker) = match start.base() {
-        None => fresh_progress(session, run, snapshot),
+        None => fresh_progress(session, job, snapshot),
         Some(base) => {
             let (progress, tracker) = resumed_progress(session, base, config, snapshot)?;
             (progress, Vec::new(), tracker)
@@ -232,7 +232,7 @@ fn analyse(
         }
     }
     let (evidence, written) = match start.base() {
-        None => fresh_evidence(request, session, plan, run, cut, target),
+        None => fresh_evidence(request, session, plan, job, cut, target),
         Some(_) if !config.evidence_on() => (EvidenceReport::default(), None),
         Some(base) => {
             let written = resume::choose(request, session, plan, base, cut)?;
@@ -254,12 +254,12 @@ fn analyse(
 /// `snapshot`.
 fn fresh_progress(
     session: &Session<'_>,
-    run: &Run<'_>,
+    job: &Job<'_>,
     snapshot: Option<usize>,
 ) -> (Option<Progress>, Vec<CallVerdict>, Option<Tracker>) {
-    let config = run.config;
-    if run.options.verdicts {
-        let (progress, verdicts) = guard::verdicts(session, run.tools, config.max_repeats);
+    let config = job.config;
+    if job.options.verdicts {
+        let (progress, verdicts) = guard::verdicts(session, job.tools, config.max_repeats);
         // One verdict per browser call, in order.
         let verdicts = session
             .calls
@@ -305,11 +305,11 @@ fn fresh_evidence(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
-    run: &Run<'_>,
+    job: &Job<'_>,
     cut: Option<&Cut>,
     target: Option<usize>,
 ) -> (EvidenceReport, Option<WrittenEvidence>) {
-    let config = run.config;
+    let config = job.config;
     let mut evidence = EvidenceReport::default();
     let mut written = None;
     if config.evidence_on() {
@@ -318,7 +318,7 @@ fn fresh_evidence(
         evidence = report;
         written = Some(chosen);
     }
-    let explicit = run.options.explicit;
+    let explicit = job.options.explicit;
     if let (false, true, Some(target)) = (explicit.is_empty(), config.evidence_on(), target) {
         let mut chosen = stages::add_evidence(request, session, plan, config, explicit, target);
         chosen.retained.splice(0..0, evidence.retained);
@@ -356,14 +356,19 @@ fn write(
     cut: Option<Cut>,
     parts: Analysed<'_>,
     start: Start<'_>,
-    run: &Run<'_>,
+    job: &Job<'_>,
 ) -> Body {
     let base = start.base();
-    match (cut, run.keep) {
+    match (cut, job.keep) {
         (Some(cut), Some(context)) => {
-            let origin = base.map_or(0, |b| b.resume.offset);
-            let (memo, at) = (run.memo, (body, origin));
-            resume::write_and_keep(at, request, breakpoint, base, cut, parts, memo, context)
+            let source = resume::Source {
+                body,
+                origin: base.map_or(0, |b| b.resume.offset),
+                request,
+                breakpoint,
+                base,
+            };
+            resume::write_and_keep(source, cut, parts, (job.memo, context))
         }
         _ => {
             let edits = &parts.report.edits;
