@@ -53,7 +53,7 @@ pub(crate) async fn rewrite(
             ));
         }
         Err(Decode::Failed(message)) => {
-            let failed = Failed::Unreadable("undecodable-body", message);
+            let failed = Failed::Undecodable(message);
             return failed_projection(&shared.metrics, settings.fail_closed, headers, failed)
                 .map(|o| (body.into(), o));
         }
@@ -79,17 +79,25 @@ pub(crate) async fn rewrite(
 
 /// Why a model request could not be projected.
 enum Failed {
-    /// The body cannot be read (`unreadable-body`, `undecodable-body`): the client's to fix.
-    Unreadable(&'static str, String),
+    /// The body cannot be read as a request: the client's to fix.
+    Unreadable(String),
+    /// Its `Content-Encoding` cannot be decoded: the client's to fix.
+    Undecodable(String),
     /// staleguard panicked: a bug of ours, whatever the body.
     Internal,
 }
 
 impl Failed {
+    /// A body read to an error message is unreadable.
+    fn unreadable<T>(read: Result<T, String>) -> Result<T, Failed> {
+        read.map_err(Failed::Unreadable)
+    }
+
     /// The reason as the `x-staleguard` header, the log and the metric name it.
     fn reason(&self) -> &'static str {
         match self {
-            Failed::Unreadable(reason, _) => reason,
+            Failed::Unreadable(_) => "unreadable-body",
+            Failed::Undecodable(_) => "undecodable-body",
             Failed::Internal => "internal-error",
         }
     }
@@ -110,24 +118,23 @@ fn failed_projection(
         true => "refused",
         false => "forwarded unprojected",
     };
-    match &failed {
-        Failed::Internal => tracing::warn!(
-            session = %session,
-            reason,
-            "projection failed: an internal error of staleguard (a bug, please report it); the request is {forwarded}"
-        ),
-        Failed::Unreadable(..) => tracing::warn!(
-            session = %session,
-            reason,
-            "projection failed: the body cannot be read; the request is {forwarded}"
-        ),
-    }
+    let why = match failed {
+        Failed::Internal => "an internal error of staleguard (a bug, please report it)",
+        Failed::Unreadable(_) | Failed::Undecodable(_) => "the body cannot be read",
+    };
+    tracing::warn!(session = %session, reason, "projection failed: {why}; the request is {forwarded}");
     match (failed, fail_closed) {
         (_, false) => Ok(Outcome::Passthrough(reason)),
-        (Failed::Unreadable(_, message), true) => Err(refusal(
+        (Failed::Unreadable(message), true) => Err(refusal(
             "refused",
             StatusCode::BAD_REQUEST,
-            if reason == "undecodable-body" { "undecodable_body" } else { "unreadable_body" },
+            "unreadable_body",
+            &message,
+        )),
+        (Failed::Undecodable(message), true) => Err(refusal(
+            "refused",
+            StatusCode::BAD_REQUEST,
+            "undecodable_body",
             &message,
         )),
         (Failed::Internal, true) => Err(refusal(
@@ -243,7 +250,7 @@ fn text_of(plain: &Bytes) -> Result<&str, String> {
 /// connection.
 fn caught<T>(work: impl FnOnce() -> Result<T, String>) -> Result<T, Failed> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
-        Ok(done) => done.map_err(|message| Failed::Unreadable("unreadable-body", message)),
+        Ok(done) => Failed::unreadable(done),
         Err(_) => Err(Failed::Internal),
     }
 }
@@ -257,7 +264,7 @@ async fn off_the_scheduler<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, Failed> {
     match tokio::task::spawn_blocking(work).await {
-        Ok(done) => done.map_err(|message| Failed::Unreadable("unreadable-body", message)),
+        Ok(done) => Failed::unreadable(done),
         // A panic (or a runtime shutting down under it) is ours, never the body's.
         Err(_) => Err(Failed::Internal),
     }
