@@ -57,7 +57,7 @@ fn around_url() -> impl Strategy<Value = String> {
 }
 
 /// Where the text goes: every context the projection reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Context {
     System,
     User,
@@ -95,12 +95,7 @@ fn page(n: usize, text: &str, title: &str, bytes: usize) -> String {
 /// An OpenAI Chat session with `text` in `context`: three pages (the last one large enough
 /// to go lean), the model's words between them, and a question at the end.
 fn session(context: Context, text: &str) -> String {
-    let at = |c: Context| -> &str {
-        match std::mem::discriminant(&c) == std::mem::discriminant(&context) {
-            true => text,
-            false => "",
-        }
-    };
+    let at = |c: Context| if c == context { text } else { "" };
     let pages = [
         page(1, at(Context::Page), at(Context::Title), 600),
         page(2, at(Context::Page), at(Context::Title), 3_000),
