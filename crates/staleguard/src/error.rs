@@ -42,6 +42,18 @@ impl Error {
             message: strip_position(&err.to_string()),
         }
     }
+
+    /// A proposed call that is no JSON.
+    pub(crate) fn call_not_json(e: serde_json::Error) -> Self {
+        Error::Call(format!("call is not JSON: {e}"))
+    }
+
+    /// A proposed call that names no tool.
+    pub(crate) fn call_names_no_tool() -> Self {
+        Error::Call(
+            "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".into(),
+        )
+    }
 }
 
 /// `an anthropic`, `a gemini`: a format's name after the article English gives it.

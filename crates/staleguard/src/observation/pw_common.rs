@@ -39,12 +39,6 @@ pub(crate) struct PlaywrightEra {
     pub(super) parse_at: for<'a> fn(&'a str, Depth) -> Option<Observation<'a>>,
 }
 
-impl std::fmt::Debug for PlaywrightEra {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("PlaywrightEra").field(&self.name).finish()
-    }
-}
-
 impl ObservationFormat for PlaywrightEra {
     fn name(&self) -> &'static str {
         self.name

@@ -179,13 +179,9 @@ impl Engine {
         format: RequestFormat,
         call: &str,
     ) -> Result<Verdict, Error> {
-        let value: serde_json::Value = serde_json::from_str(call)
-            .map_err(|e| Error::Call(format!("call is not JSON: {e}")))?;
-        let (name, arguments) = guard::proposed_call(&value).ok_or_else(|| {
-            Error::Call(
-                "call names no tool: give an OpenAI tool_calls entry, an Anthropic tool_use block or a Responses function_call item".into(),
-            )
-        })?;
+        let value: serde_json::Value = serde_json::from_str(call).map_err(Error::call_not_json)?;
+        let (name, arguments) =
+            guard::proposed_call(&value).ok_or_else(Error::call_names_no_tool)?;
         self.check_call(body, format, &name, &arguments)
     }
 
