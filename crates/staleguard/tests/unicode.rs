@@ -7,6 +7,7 @@ mod support;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use staleguard::{Config, Engine, LivePage, Options, RequestFormat};
+use support::formats::chat_to_anthropic;
 use support::*;
 
 /// Texts writers put right against a URL or a word: scripts written without spaces, right to
@@ -126,34 +127,6 @@ fn session(context: Context, text: &str) -> String {
     json!({"model": "gpt-4.1", "messages": messages}).to_string()
 }
 
-/// The same session as an Anthropic Messages body.
-fn anthropic(chat: &str) -> String {
-    let v: Value = serde_json::from_str(chat).expect("chat JSON");
-    let mut system = String::new();
-    let mut out = Vec::new();
-    for m in v["messages"].as_array().into_iter().flatten() {
-        let text = m["content"].as_str().unwrap_or_default();
-        match m["role"].as_str() {
-            Some("system") => system = text.to_string(),
-            Some("user") => out.push(json!({"role": "user", "content": text})),
-            Some("assistant") => {
-                let mut blocks = vec![json!({"type": "text", "text": text})];
-                for c in m["tool_calls"].as_array().into_iter().flatten() {
-                    let input: Value =
-                        serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}"))
-                            .expect("arguments JSON");
-                    blocks.push(json!({"type": "tool_use", "id": c["id"],
-                        "name": c["function"]["name"], "input": input}));
-                }
-                out.push(json!({"role": "assistant", "content": blocks}));
-            }
-            _ => out.push(json!({"role": "user", "content": [{"type": "tool_result",
-                "tool_use_id": m["tool_call_id"], "content": [{"type": "text", "text": text}]}]})),
-        }
-    }
-    json!({"model": "claude", "max_tokens": 1024, "system": system, "messages": out}).to_string()
-}
-
 fn engines() -> Vec<Engine> {
     let mut lean = on();
     lean.live_page = LivePage::Lean;
@@ -176,7 +149,7 @@ proptest! {
         let chat = session(context, &text);
         let bodies = [
             (RequestFormat::OpenAiChat, chat.clone()),
-            (RequestFormat::Anthropic, anthropic(&chat)),
+            (RequestFormat::Anthropic, chat_to_anthropic(&chat)),
         ];
         for engine in engines() {
             for (format, body) in &bodies {

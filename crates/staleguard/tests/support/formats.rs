@@ -199,6 +199,36 @@ pub(crate) fn without_our_breakpoint(before: &str, after: &str) -> String {
     after.to_string()
 }
 
+/// An OpenAI Chat session as an Anthropic Messages body: the system message as `system`, each
+/// assistant message as a text block and its `tool_use` blocks (arguments parsed), each tool
+/// result as a `tool_result` block of text.
+pub(crate) fn chat_to_anthropic(chat: &str) -> String {
+    let v: Value = serde_json::from_str(chat).expect("chat JSON");
+    let mut system = String::new();
+    let mut out = Vec::new();
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let text = m["content"].as_str().unwrap_or_default();
+        match m["role"].as_str() {
+            Some("system") => system = text.to_string(),
+            Some("user") => out.push(json!({"role": "user", "content": text})),
+            Some("assistant") => {
+                let mut blocks = vec![json!({"type": "text", "text": text})];
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    let input: Value =
+                        serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}"))
+                            .expect("arguments JSON");
+                    blocks.push(json!({"type": "tool_use", "id": c["id"],
+                        "name": c["function"]["name"], "input": input}));
+                }
+                out.push(json!({"role": "assistant", "content": blocks}));
+            }
+            _ => out.push(json!({"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": m["tool_call_id"], "content": [{"type": "text", "text": text}]}]})),
+        }
+    }
+    json!({"model": "claude", "max_tokens": 1024, "system": system, "messages": out}).to_string()
+}
+
 /// A recorded OpenAI Chat session as an OpenAI Responses body, with a reasoning item
 /// (encrypted) before every turn of tool calls.
 pub(crate) fn chat_to_responses(chat: &str) -> String {
