@@ -3,12 +3,15 @@
 //! time over going direct, sequentially over kept-alive connections.
 //!
 //! ```sh
-//! cargo bench -p staleguard-proxy --bench nagle [-- --requests 200]
+//! cargo bench -p staleguard-proxy --bench nagle [-- --requests 200] [--route-quickack]
 //! ```
 //!
-//! Before `TCP_NODELAY` on the proxy's sockets (and, for an upstream with Nagle on, quick ACKs on
-//! the route to it: `deploy/README.md`), each request through the proxy waited for a delayed
-//! ACK (about 40 ms on Linux); see BENCHMARKS.md.
+//! `--route-quickack` (Linux, root or `CAP_NET_ADMIN`) measures once more, side by side in the
+//! same run, with the loopback route asking for quick ACKs (`quickack 1`, the workaround that
+//! `deploy/README.md` gave before the proxy re-armed `TCP_QUICKACK` itself), and puts the route
+//! back as it was. With the route as installed, the bench's own client (reqwest, kept alive)
+//! waits for the upstream's Nagle like any client would: "direct" then pays about 40 ms that
+//! the proxy does not. See BENCHMARKS.md, "Proxy and Nagle".
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -135,15 +138,71 @@ async fn median_ms(client: &reqwest::Client, url: &str, n: usize) -> f64 {
     times[times.len() / 2]
 }
 
+/// The loopback routes as Linux installs them: connections to 127.0.0.1 take the second
+/// where it exists. Each with `quickack 1` appended asks for quick ACKs.
+const LOOPBACK_ROUTES: &[&str] = &["127.0.0.0/8", "127.0.0.1"];
+
+fn loopback_route(destination: &str) -> Vec<&str> {
+    let route = [
+        "route",
+        "change",
+        "local",
+        destination,
+        "dev",
+        "lo",
+        "proto",
+        "kernel",
+    ];
+    let rest = ["scope", "host", "src", "127.0.0.1", "table", "local"];
+    [&route[..], &rest[..]].concat()
+}
+
+/// Asks for quick ACKs on the loopback routes while alive; puts back those it changed when
+/// dropped.
+struct RouteQuickack(Vec<&'static str>);
+
+impl RouteQuickack {
+    fn on() -> RouteQuickack {
+        let changed = LOOPBACK_ROUTES
+            .iter()
+            .copied()
+            .filter(|d| ip(&[loopback_route(d), vec!["quickack", "1"]].concat()))
+            .collect::<Vec<_>>();
+        assert!(!changed.is_empty(), "no loopback route could be changed");
+        RouteQuickack(changed)
+    }
+}
+
+impl Drop for RouteQuickack {
+    fn drop(&mut self) {
+        for destination in &self.0 {
+            assert!(
+                ip(&loopback_route(destination)),
+                "route {destination} not put back"
+            );
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> bool {
+    let status = std::process::Command::new("ip").args(args).status();
+    status.is_ok_and(|s| s.success())
+}
+
 fn main() {
     let mut requests = 200;
+    let mut route_quickack = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--requests" {
-            requests = args
-                .next()
-                .and_then(|v| v.parse().ok())
-                .expect("--requests N");
+        match a.as_str() {
+            "--requests" => {
+                requests = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--requests N");
+            }
+            "--route-quickack" => route_quickack = true,
+            _ => {}
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -151,27 +210,38 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(async {
-        println!("{requests} sequential POSTs, 100-byte answers written as head, then body 1 ms later; p50 in ms");
-        println!("upstream      client connections   direct   proxy   difference");
-        for nagle in [true, false] {
-            let upstream = two_write_upstream(!nagle).await;
-            let proxy = proxy(upstream).await;
-            for kept in [true, false] {
-                // Kept alive: one pooled connection, as an SDK keeps; else one per request, as curl.
-                let client = reqwest::Client::builder()
-                    .pool_max_idle_per_host(if kept { 1 } else { 0 })
-                    .build()
-                    .expect("client");
-                let direct = median_ms(&client, &format!("http://{upstream}/v1/x"), requests).await;
-                let through = median_ms(&client, &format!("http://{proxy}/v1/x"), requests).await;
-                println!(
-                    "{:<13} {:<20} {direct:>6.2} {through:>7.2} {:>+10.2}",
-                    if nagle { "Nagle on" } else { "TCP_NODELAY" },
-                    if kept { "kept alive" } else { "new per request" },
-                    through - direct
-                );
-            }
+    println!("{requests} sequential POSTs, 100-byte answers written as head, then body 1 ms later; p50 in ms");
+    println!("route           upstream      client connections   direct   proxy   difference");
+    runtime.block_on(table("as installed", requests));
+    if route_quickack {
+        let _route = RouteQuickack::on();
+        runtime.block_on(table("quickack 1", requests));
+    }
+}
+
+/// One row per upstream and client connection.
+async fn table(route: &str, requests: usize) {
+    for nagle in [true, false] {
+        let upstream = two_write_upstream(!nagle).await;
+        let proxy = proxy(upstream).await;
+        for kept in [true, false] {
+            // Kept alive: one pooled connection, as an SDK keeps; else one per request, as curl.
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(if kept { 1 } else { 0 })
+                .build()
+                .expect("client");
+            let direct = median_ms(&client, &format!("http://{upstream}/v1/x"), requests).await;
+            let through = median_ms(&client, &format!("http://{proxy}/v1/x"), requests).await;
+            println!(
+                "{route:<15} {:<13} {:<20} {direct:>6.2} {through:>7.2} {:>+10.2}",
+                if nagle { "Nagle on" } else { "TCP_NODELAY" },
+                if kept {
+                    "kept alive"
+                } else {
+                    "new per request"
+                },
+                through - direct
+            );
         }
-    });
+    }
 }

@@ -50,6 +50,7 @@ mod metrics;
 mod outgoing;
 mod projecting;
 mod route;
+mod upstream;
 pub mod usage;
 
 use std::net::SocketAddr;
@@ -103,7 +104,7 @@ struct Shared {
     settings: Settings,
     /// The core's config, compiled once for every request.
     engine: Arc<Engine>,
-    client: reqwest::Client,
+    upstream: upstream::Upstream,
     memo: Option<Arc<Memo>>,
     metrics: Arc<Metrics>,
     health: Arc<health::Health>,
@@ -183,7 +184,7 @@ fn app_with(settings: Settings, client: reqwest::Client, health: Arc<health::Hea
         memo: (settings.memo_bytes > 0).then(|| Arc::new(Memo::new(settings.memo_bytes))),
         engine: Arc::new(Engine::new(settings.staleguard.clone())),
         settings,
-        client,
+        upstream: upstream::Upstream::new(client),
         metrics: Arc::new(Metrics::new()),
         health,
     }))
@@ -461,12 +462,8 @@ async fn forward(
     } = ready;
     let marker = outcome.header();
     exchange.forwarding(&outcome, body.len());
-    let request = shared
-        .client
-        .request(method, url)
-        .headers(headers)
-        .body(body.into_body());
-    let sent = tokio::time::timeout(shared.settings.upstream_timeout, request.send()).await;
+    let request = shared.upstream.send(method, url, headers, body.into_body());
+    let sent = tokio::time::timeout(shared.settings.upstream_timeout, request).await;
     let upstream = match sent {
         Err(_) => {
             let secs = shared.settings.upstream_timeout.as_secs_f64();
@@ -513,7 +510,7 @@ async fn forward(
 }
 
 /// An upstream error without URLs' credentials or request details.
-fn describe(e: &reqwest::Error) -> String {
+fn describe(e: &upstream::SendError) -> String {
     let kind = if e.is_connect() {
         "cannot connect to the upstream"
     } else if e.is_timeout() {
@@ -521,16 +518,9 @@ fn describe(e: &reqwest::Error) -> String {
     } else {
         "the upstream request failed"
     };
-    let mut source = std::error::Error::source(e);
-    let mut cause = String::new();
-    while let Some(s) = source {
-        cause = s.to_string();
-        source = s.source();
-    }
-    if cause.is_empty() {
-        kind.to_string()
-    } else {
-        format!("{kind}: {cause}")
+    match e.root_cause() {
+        Some(cause) => format!("{kind}: {cause}"),
+        None => kind.to_string(),
     }
 }
 
