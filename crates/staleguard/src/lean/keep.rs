@@ -5,6 +5,7 @@
 use super::follow_ups::{MIN_SCORE, SHARE_OF_BEST};
 
 use crate::evidence::{bm25, ranked, section_of, word_hashes, Words};
+use crate::observation::roles::{FOLD_BLOCK_ROLES, LIST_ROLES, LIVE_ROLES};
 
 use super::lines::{has_words, is_named, is_path, Kind, Line};
 
@@ -37,37 +38,6 @@ pub(super) const REPEAT_ENDS: usize = 2;
 /// bytes.
 pub(super) const REPEAT_MAX_BYTES: usize = 600;
 
-/// Roles whose nodes are prose blocks: the units ranked and folded.
-pub(super) const BLOCK_ROLES: &[&str] = &[
-    "paragraph",
-    "listitem",
-    "row",
-    "term",
-    "definition",
-    "blockquote",
-    "figure",
-    "note",
-    "caption",
-    "article",
-];
-
-/// Roles whose children may repeat: lists and tables.
-pub(super) const LIST_ROLES: &[&str] = &[
-    "list",
-    "table",
-    "rowgroup",
-    "grid",
-    "treegrid",
-    "tree",
-    "menu",
-    "listbox",
-    "tablist",
-    "directory",
-];
-
-/// Roles kept whole wherever they stand: what the page says about the agent's last action.
-pub(super) const WHOLE_ROLES: &[&str] = &["alert", "alertdialog", "status", "dialog", "log"];
-
 /// How each line is kept: `hard` lines are kept and end a folded run; `soft` lines (the
 /// controls and the path to them) are kept inside a run without ending it; `echo` lines
 /// under a named control say again what its name says (and its `/url`), and are left out.
@@ -89,7 +59,7 @@ impl Keep {
             match line.role() {
                 None if line.kind == Kind::Outside => keep.hard[i] = true,
                 Some("heading") => keep.heading(lines, i),
-                Some(role) if WHOLE_ROLES.contains(&role) => keep.whole(lines, i),
+                Some(role) if LIVE_ROLES.contains(&role) => keep.whole(lines, i),
                 _ if line.actionable() => keep.control(lines, i),
                 _ => {}
             }
@@ -187,7 +157,11 @@ impl Keep {
 /// The prose blocks: innermost items of a block role, and items with no children that no
 /// block holds. Each as (first line, end).
 pub(super) fn blocks(lines: &[Line<'_>]) -> Vec<(usize, usize)> {
-    let is_block = |i: usize| lines[i].role().is_some_and(|r| BLOCK_ROLES.contains(&r));
+    let is_block = |i: usize| {
+        lines[i]
+            .role()
+            .is_some_and(|r| FOLD_BLOCK_ROLES.contains(&r))
+    };
     // Whether an item's subtree holds a block below it.
     let mut holds = vec![false; lines.len()];
     for i in (0..lines.len()).rev() {

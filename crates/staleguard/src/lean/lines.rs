@@ -1,7 +1,7 @@
 //! A page's lines as the lean form reads them: each line's kind (outside the tree, an
 //! item and its role, a property, a continuation) and the subtree it spans.
 
-use crate::observation::aria::is_control_role;
+use crate::observation::roles::{is_control_role, PATH_ROLES};
 use crate::texts;
 
 /// Whether an item's line gives its accessible name (`link "Docs" [ref=e2]`).
@@ -13,33 +13,6 @@ pub(super) fn is_named(line: &Line<'_>) -> bool {
 pub(super) fn is_path(line: &Line<'_>) -> bool {
     line.role().is_some_and(|role| PATH_ROLES.contains(&role))
 }
-
-/// Roles shown on the way to a kept line: landmarks, tables and their rows (a row's name
-/// tells which item its button acts on), groups.
-pub(super) const PATH_ROLES: &[&str] = &[
-    "banner",
-    "navigation",
-    "main",
-    "contentinfo",
-    "complementary",
-    "region",
-    "form",
-    "search",
-    "dialog",
-    "alertdialog",
-    "table",
-    "grid",
-    "treegrid",
-    "row",
-    "menu",
-    "menubar",
-    "tablist",
-    "toolbar",
-    "tree",
-    "group",
-    "tabpanel",
-    "article",
-];
 
 /// One line of the page, with its line break.
 pub(super) struct Line<'t> {

@@ -11,27 +11,8 @@ use std::borrow::Cow;
 use memchr::memchr;
 
 use super::model::{Control, ElementRef, Node, Observation};
-
-/// Roles the model can act on. Their role, name, value and states form the page's controls.
-pub const CONTROL_ROLES: &[&str] = &[
-    "button",
-    "link",
-    "textbox",
-    "searchbox",
-    "checkbox",
-    "radio",
-    "combobox",
-    "listbox",
-    "option",
-    "spinbutton",
-    "slider",
-    "switch",
-    "tab",
-    "menuitem",
-    "menuitemcheckbox",
-    "menuitemradio",
-    "treeitem",
-];
+pub use super::roles::{is_control_role, CONTROL_ROLES};
+use super::roles::{READING_BLOCK_ROLES, TABLE_ROLES};
 
 /// Roles whose accessible name is page text that is not repeated as a text child.
 /// `StaticText` is how agent-browser prints text nodes.
@@ -48,31 +29,6 @@ const NAMED_TEXT_ROLES: &[&str] = &[
 /// Attributes that are not page state: refs, focus, cursor hints, agent-browser's duplicate
 /// index and link targets. Leaving them out keeps fingerprints stable across re-renders.
 const NON_STATE_PREFIXES: &[&str] = &["ref=", "cursor=", "nth=", "url="];
-
-/// True for roles listed in [`CONTROL_ROLES`].
-pub fn is_control_role(role: &str) -> bool {
-    // A match compiles to a switch on length and byte compares: every node line asks.
-    matches!(
-        role,
-        "button"
-            | "link"
-            | "textbox"
-            | "searchbox"
-            | "checkbox"
-            | "radio"
-            | "combobox"
-            | "listbox"
-            | "option"
-            | "spinbutton"
-            | "slider"
-            | "switch"
-            | "tab"
-            | "menuitem"
-            | "menuitemcheckbox"
-            | "menuitemradio"
-            | "treeitem"
-    )
-}
 
 /// What a parsed tree contained, beyond what it added to the observation.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -128,26 +84,6 @@ fn trim_indent(line: &str) -> &str {
         _ => rest.trim_start(),
     }
 }
-
-/// Roles whose text a reader takes as one piece: a paragraph, list item, cell or heading
-/// with inline children (`- text:`, `strong`, `emphasis`, links, `code`).
-const BLOCK_ROLES: &[&str] = &[
-    "paragraph",
-    "listitem",
-    "cell",
-    "gridcell",
-    "heading",
-    "blockquote",
-    "caption",
-    "row",
-    "term",
-    "definition",
-    "strong",
-    "emphasis",
-];
-
-/// Roles that hold rows: their first and last rows with numbers are candidates of their own.
-const TABLE_ROLES: &[&str] = &["table", "grid", "treegrid"];
 
 /// What a block is to a reader, where it matters.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -273,7 +209,7 @@ impl Blocks {
             });
         } else if gave_text {
             self.frames.push(Frame::Named { indent, at: first });
-        } else if BLOCK_ROLES.contains(&role) {
+        } else if READING_BLOCK_ROLES.contains(&role) {
             let kind = BlockKind::of(role);
             self.frames.push(Frame::Block {
                 indent,

@@ -20,6 +20,7 @@ pub(crate) mod pw_find;
 pub(crate) mod pw_legacy;
 pub(crate) mod pw_page;
 pub(crate) mod pw_page_state;
+pub(crate) mod roles;
 pub(crate) mod snapshot_file;
 #[cfg(test)]
 mod tests;
