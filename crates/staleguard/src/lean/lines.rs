@@ -1,12 +1,14 @@
 //! A page's lines as the lean form reads them: each line's kind (outside the tree, an
-//! item and its role, a property, a continuation) and the subtree it spans.
+//! item and its role, a property, a continuation), as the aria grammar reads it, and the
+//! subtree it spans.
 
+use crate::observation::aria::{self, LineKind, NodeLine};
 use crate::observation::roles::{is_control_role, PATH_ROLES};
 use crate::texts;
 
 /// Whether an item's line gives its accessible name (`link "Docs" [ref=e2]`).
 pub(super) fn is_named(line: &Line<'_>) -> bool {
-    line.role().is_some() && line.after_role().starts_with(" \"")
+    matches!(line.kind, Kind::Item(node) if node.quoted_name)
 }
 
 /// Whether an item is shown on the way to a kept line below it.
@@ -30,8 +32,8 @@ pub(super) struct Line<'t> {
 pub(super) enum Kind<'t> {
     /// Outside the YAML tree: headers, fences, events.
     Outside,
-    /// `- role ...`: a node.
-    Item(&'t str),
+    /// `- role ...`: a node, as the aria grammar reads it.
+    Item(NodeLine<'t>),
     /// `- /url: ...`: a property of the item above it.
     Property,
     /// Any other line inside the tree: the rest of the line above it.
@@ -41,7 +43,7 @@ pub(super) enum Kind<'t> {
 impl Line<'_> {
     pub(super) fn role(&self) -> Option<&str> {
         match self.kind {
-            Kind::Item(role) => Some(role),
+            Kind::Item(node) => Some(node.role),
             _ => None,
         }
     }
@@ -59,15 +61,10 @@ impl Line<'_> {
     /// An item's text after its role (` "Docs" [ref=e2]:`, a YAML quote around the item
     /// left out); any other line's text.
     pub(super) fn after_role(&self) -> &str {
-        let body = self.body();
-        let Some(role) = self.role() else {
-            return body;
-        };
-        let item = body
-            .strip_prefix("- ")
-            .unwrap_or(body)
-            .trim_start_matches('\'');
-        item.get(role.len()..).unwrap_or("")
+        match self.kind {
+            Kind::Item(node) => node.after_role,
+            _ => self.body(),
+        }
     }
 }
 
@@ -102,10 +99,10 @@ pub(super) fn parse(text: &str) -> Option<Vec<Line<'_>>> {
         if body.starts_with(texts::LEAN_FOLD_TAG) {
             return None;
         }
-        let kind = match body.strip_prefix("- ") {
-            Some(rest) if rest.starts_with('/') => Kind::Property,
-            Some(rest) => Kind::Item(role_of(rest.trim_start_matches('\''))),
-            None => Kind::Continuation,
+        let kind = match aria::line_kind(body) {
+            LineKind::Node(node) => Kind::Item(node),
+            LineKind::Property => Kind::Property,
+            LineKind::Text => Kind::Continuation,
         };
         if matches!(kind, Kind::Item(_)) {
             close(&mut lines, &mut open, indent, at);
@@ -143,12 +140,6 @@ pub(super) fn close(
         lines[line].end = lines[line].end.max(at);
         open.pop();
     }
-}
-
-/// The role word of an item (`link "Buy" [ref=e2]`: `link`; `text: Hello`: `text`).
-pub(super) fn role_of(rest: &str) -> &str {
-    let end = rest.find([' ', ':', '"', '[']).unwrap_or(rest.len());
-    &rest[..end]
 }
 
 /// A line has words when it carries text beyond its role and attributes.

@@ -847,6 +847,55 @@ struct Key {
     attrs: Span,
 }
 
+/// A tree line as the grammar reads it, for a reader that works line by line (the lean
+/// page): the same reading [`LineParser`] makes of each line, without what it emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineKind<'a> {
+    /// `- role ["name"] [attrs][: text]`: a node.
+    Node(NodeLine<'a>),
+    /// `- /url: ...`: a property of the node above it.
+    Property,
+    /// Anything else: the rest of a value begun above, or a line that is no node (a broken
+    /// quote), whose text is only text.
+    Text,
+}
+
+/// A node line's parts, borrowed from the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NodeLine<'a> {
+    pub(crate) role: &'a str,
+    /// What follows the role: the name, the attribute brackets, `: text` or `:` (and the
+    /// closing quote of a YAML-quoted key).
+    pub(crate) after_role: &'a str,
+    /// The node has a name in double quotes (`link "Docs"`).
+    pub(crate) quoted_name: bool,
+}
+
+/// Reads `body`, a tree line without its indent.
+pub(crate) fn line_kind(body: &str) -> LineKind<'_> {
+    let Some(rest) = body.strip_prefix("- ") else {
+        return LineKind::Text;
+    };
+    let rest = rest.strip_prefix("<changed> ").unwrap_or(rest);
+    if rest.starts_with('/') {
+        return LineKind::Property;
+    }
+    let Some((_, key, _)) = split_key(rest) else {
+        return LineKind::Text;
+    };
+    // The role's bytes are the same in the line and in an unquoted key: it holds no quote.
+    let written = rest.strip_prefix('\'').unwrap_or(rest);
+    let end = key.role.1;
+    let (Some(role), Some(after_role)) = (written.get(..end), written.get(end..)) else {
+        return LineKind::Text;
+    };
+    LineKind::Node(NodeLine {
+        role,
+        after_role,
+        quoted_name: after_role.starts_with(" \""),
+    })
+}
+
 /// Splits a node line (after `- `) into its key and what follows the key. YAML single-quotes
 /// a key that contains `: ` (`- 'link "Review: X" [ref=e8]':`); such a key is unquoted first,
 /// into an owned string only when it contains a doubled quote.
@@ -1593,6 +1642,32 @@ mod tests {
         assert_eq!(ids(&obs), ["e5", "e6"]);
         assert_eq!(obs.refs[0].name, "/");
         assert_eq!(obs.refs[1].name, "/a/b/");
+    }
+
+    #[test]
+    fn line_kinds_are_the_parsers_reading() {
+        let node = |body| match line_kind(body) {
+            LineKind::Node(n) => Some((n.role, n.after_role, n.quoted_name)),
+            _ => None,
+        };
+        assert_eq!(
+            node("- link \"Docs\" [ref=e2]:"),
+            Some(("link", " \"Docs\" [ref=e2]:", true))
+        );
+        assert_eq!(
+            node("- 'link \"Review: X\" [ref=e8]':"),
+            Some(("link", " \"Review: X\" [ref=e8]':", true))
+        );
+        assert_eq!(node("- text: Hello"), Some(("text", ": Hello", false)));
+        assert_eq!(line_kind("- /url: a.html"), LineKind::Property);
+        // What the parser reads as no node is text to every reader.
+        assert_eq!(line_kind("- link \"unterminated [ref=e3]"), LineKind::Text);
+        assert_eq!(line_kind("- \"quoted\""), LineKind::Text);
+        assert_eq!(line_kind("continued text"), LineKind::Text);
+        for body in ["- link \"unterminated [ref=e3]", "- \"quoted\""] {
+            let (obs, stats) = tree(body);
+            assert_eq!((stats.nodes, obs.refs.len()), (0, 0), "{body}");
+        }
     }
 
     #[test]
