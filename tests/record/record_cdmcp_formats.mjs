@@ -57,113 +57,13 @@
 //       (@toon-format/toon must be installed beside chrome-devtools-mcp). The scripted
 //       model decodes it with that package's decode() to find uids.
 
-import { spawn } from 'node:child_process';
-import readline from 'node:readline';
 import fs from 'node:fs';
 import path from 'node:path';
-import os from 'node:os';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-
-// ---------------------------------------------------------------- arguments
-function parseArgs(argv) {
-  const opts = { base: 'http://127.0.0.1:8431', chromium: '/usr/bin/chromium',
-    deadUrl: 'http://127.0.0.1:8439/research/search.html', only: null, out: null, install: null,
-    extraArgs: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--base') opts.base = argv[++i].replace(/\/$/, '');
-    else if (a === '--out') opts.out = argv[++i];
-    else if (a === '--only') opts.only = argv[++i].split(',');
-    else if (a === '--chromium') opts.chromium = argv[++i];
-    else if (a === '--dead-url') opts.deadUrl = argv[++i];
-    else if (a === '--server-arg') opts.extraArgs.push(argv[++i]);
-    else if (!opts.install) opts.install = a;
-    else throw new Error(`unexpected argument ${a}`);
-  }
-  if (!opts.install) {
-    console.error('usage: node record_cdmcp_formats.mjs <install-dir> [--base URL] [--out DIR] [--only a,b] [--server-arg FLAG]...');
-    process.exit(2);
-  }
-  return opts;
-}
-
-function serverArgs(opts) {
-  return ['--headless', '--isolated', '--executablePath', opts.chromium,
-    '--chromeArg=--no-sandbox', '--no-usage-statistics', '--no-performance-crux', ...opts.extraArgs];
-}
-
-// --------------------------------------------------------------- MCP client
-class McpClient {
-  constructor(bin, args, cwd) {
-    this.log = [];
-    this.seq = 0;
-    this.nextId = 0;
-    this.waiters = new Map();
-    this.stderr = '';
-    // Own process group, so that close() can also end the browser it started.
-    this.proc = spawn(process.execPath, [bin, ...args], {
-      cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true,
-      env: { ...process.env, CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' },
-    });
-    this.exited = new Promise(resolve => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    this.proc.stderr.on('data', d => { this.stderr += d; });
-    readline.createInterface({ input: this.proc.stdout }).on('line', line => this.onLine(line));
-  }
-
-  record(dir, line) {
-    let msg;
-    try { msg = JSON.parse(line); } catch { this.log.push({ seq: ++this.seq, dir, raw: line }); return null; }
-    this.log.push({ seq: ++this.seq, dir, msg });
-    return msg;
-  }
-
-  write(msg) {
-    const line = JSON.stringify(msg);
-    this.record('client->server', line);
-    this.proc.stdin.write(line + '\n');
-  }
-
-  onLine(line) {
-    const msg = this.record('server->client', line);
-    if (!msg) return;
-    if (msg.id !== undefined && msg.method === undefined && this.waiters.has(msg.id)) {
-      this.waiters.get(msg.id)(msg);
-      this.waiters.delete(msg.id);
-    } else if (msg.id !== undefined && msg.method !== undefined) {
-      // A server->client request (e.g. roots/list); this client offers no capabilities.
-      this.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-    }
-  }
-
-  request(method, params, timeoutMs = 90000) {
-    const id = ++this.nextId;
-    this.write({ jsonrpc: '2.0', id, method, params });
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout waiting for ${method} #${id}\n${this.stderr}`)), timeoutMs);
-      this.waiters.set(id, m => { clearTimeout(t); resolve(m); });
-    });
-  }
-
-  notify(method, params) {
-    this.write(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
-  }
-
-  async close() {
-    this.proc.stdin.end();
-    const done = await Promise.race([this.exited, sleep(8000).then(() => null)]);
-    const pgid = this.proc.pid;
-    if (!done) {
-      try { process.kill(-pgid, 'SIGTERM'); } catch {}
-      const d2 = await Promise.race([this.exited, sleep(4000).then(() => null)]);
-      if (!d2) { try { process.kill(-pgid, 'SIGKILL'); } catch {} }
-    }
-    // Anything left in the group (a browser that outlived the server)?
-    try { process.kill(-pgid, 0); process.kill(-pgid, 'SIGKILL'); } catch {}
-  }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
+import {
+  parseArgs, cdmcpServer, recordSession, Transcript, openaiBody, anthropicBody, writeSession, bytesOf, filesIn, jsonText,
+} from '../site/mcp_client.mjs';
 
 // ------------------------------------------------------ the scripted "model"
 const SNAP_HEADING = '## Latest page snapshot';
@@ -213,15 +113,12 @@ function snapshotOf(text) {
   return lines.join('\n');
 }
 
-class Agent {
+class Agent extends Transcript {
   constructor(client, tools, scenario) {
-    this.client = client;
+    super(client, scenario);
     this.tools = tools;
-    this.scenario = scenario;
     this.inline = /_inline$/.test(scenario);  // pass includeSnapshot: true to actions
     this.pageId = null;
-    this.steps = [];          // {text, calls: [{id, name, args, text, isError, images}]}
-    this.callCount = 0;
     this.snap = null;         // newest snapshot seen: {text, callId, pageId}
     this.needFresh = false;   // page may have changed since the newest snapshot
     this.findings = [];
@@ -230,36 +127,8 @@ class Agent {
   // Arguments of a page-scoped call.
   p(args = {}) { return { pageId: this.pageId, ...args }; }
 
-  // One assistant turn. calls: [[name, args], ...] (more than one = parallel tool calls).
-  async turn(calls, text = null) {
-    const step = { text, calls: [] };
-    this.steps.push(step);
-    for (const [name, rawArgs] of calls) {
-      const args = this.inline && TAKES_INCLUDE_SNAPSHOT.has(name) ? { ...rawArgs, includeSnapshot: true } : rawArgs;
-      const id = `call_${++this.callCount}`;
-      const resp = await this.client.request('tools/call', { name, arguments: args });
-      let out, isError, images = 0, structured = null;
-      if (resp.error) {
-        out = `MCP error ${resp.error.code}: ${resp.error.message}`;
-        isError = true;
-      } else {
-        const parts = resp.result.content || [];
-        out = parts.filter(p => p.type === 'text').map(p => p.text).join('\n');
-        const other = parts.filter(p => p.type !== 'text');
-        images = other.filter(p => p.type === 'image').length;
-        if (other.length) out += (out ? '\n' : '') + other.map(p => `[${p.type} content omitted]`).join('\n');
-        isError = resp.result.isError === true;
-        const sc = resp.result.structuredContent;
-        if (sc && typeof sc === 'object' && Object.keys(sc).length) structured = JSON.stringify(sc);
-      }
-      const call = { id, name, args, text: out, isError, images, structured };
-      step.calls.push(call);
-      this.observe(call);
-    }
-    return step.calls.length === 1 ? step.calls[0] : step.calls;
-  }
-
-  do(name, args, text = null) { return this.turn([[name, args]], text); }
+  // With includeSnapshot in *_inline scenarios.
+  argsFor(name, args) { return this.inline && TAKES_INCLUDE_SNAPSHOT.has(name) ? { ...args, includeSnapshot: true } : args; }
 
   observe(call) {
     const s = call.isError ? null : snapshotOf(call.text);
@@ -322,13 +191,6 @@ class Agent {
     const sel = pages.find(p => p.selected) || pages[0];
     if (!sel) throw new Error(`[${this.scenario}] list_pages listed no page`);
     this.pageId = sel.id;
-  }
-
-  allText() { return this.steps.flatMap(s => s.calls.map(c => c.text)).join('\n'); }
-
-  mustHaveSeen(...facts) {
-    const all = this.allText();
-    for (const f of facts) if (!all.includes(f)) throw new Error(`[${this.scenario}] fact not observed: ${f}`);
   }
 
   staleFinding(kind, call, uidInfo, effect) {
@@ -549,105 +411,39 @@ const SCENARIOS = {
 };
 
 // ----------------------------------------------------------- request bodies
-function cleanSchema(s) {
-  const { $schema, ...rest } = s || { type: 'object', properties: {} };
-  return rest;
-}
-
-// What a client forwards of a result: its text, or (structured) its structuredContent.
-const contentOf = (c, structured) => (structured && c.structured !== null ? c.structured : c.text);
-
-function openaiBody(tools, task, steps, answer, followUp, structured = false) {
-  const messages = [{ role: 'system', content: SYSTEM }, { role: 'user', content: task }];
-  for (const s of steps) {
-    messages.push({
-      role: 'assistant',
-      content: s.text,
-      tool_calls: s.calls.map(c => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })),
-    });
-    for (const c of s.calls) messages.push({ role: 'tool', tool_call_id: c.id, content: contentOf(c, structured) });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'gpt-4.1',
-    messages,
-    tools: tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: cleanSchema(t.inputSchema) } })),
-  };
-}
-
-function anthropicBody(tools, task, steps, answer, followUp, structured = false) {
-  const messages = [{ role: 'user', content: task }];
-  for (const s of steps) {
-    const content = [];
-    if (s.text) content.push({ type: 'text', text: s.text });
-    for (const c of s.calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.args });
-    messages.push({ role: 'assistant', content });
-    messages.push({
-      role: 'user',
-      content: s.calls.map(c => ({ type: 'tool_result', tool_use_id: c.id, content: contentOf(c, structured), ...(c.isError ? { is_error: true } : {}) })),
-    });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'claude-sonnet-4-5',
-    max_tokens: 4096,
-    system: SYSTEM,
-    messages,
-    tools: tools.map(t => ({ name: t.name, description: t.description, input_schema: cleanSchema(t.inputSchema) })),
-  };
-}
+// What a client that forwards structured content gives the model: the structuredContent, or the text
+// when a result has none.
+const structuredOf = c => (c.structured !== null ? c.structured : c.text);
 
 // --------------------------------------------------------------------- main
-async function runScenario(name, opts, bin, outDir) {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), `cdmcp-rec-${name}-`));
-  const client = new McpClient(bin, serverArgs(opts), work);
-  try {
-    const init = await client.request('initialize', {
-      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fixture-recorder', version: '1.0.0' },
-    });
-    if (init.error) throw new Error(`initialize failed: ${JSON.stringify(init.error)}`);
-    client.notify('notifications/initialized');
-    const list = await client.request('tools/list', {});
-    const tools = list.result.tools;
+async function runScenario(name, opts, server, outDir) {
+  return recordSession(server, { name, outDir, prefix: 'cdmcp-rec' }, async ({ client, work, init, list, tools }) => {
     const agent = new Agent(client, tools, name);
     const { task, answer, followUp } = await SCENARIOS[name](agent, opts);
-
-    const oa = openaiBody(tools, task, agent.steps, answer, followUp);
-    const an = anthropicBody(tools, task, agent.steps, answer, followUp);
-    const files = {
-      openai: path.join(outDir, `${name}.openai.json`),
-      anthropic: path.join(outDir, `${name}.anthropic.json`),
-      mcp: path.join(outDir, `${name}.mcp.jsonl`),
-    };
-    fs.writeFileSync(files.openai, JSON.stringify(oa, null, 2) + '\n');
-    fs.writeFileSync(files.anthropic, JSON.stringify(an, null, 2) + '\n');
-    const calls0 = agent.steps.flatMap(s => s.calls);
-    if (calls0.some(c => c.structured !== null)) {
-      files.structured_openai = path.join(outDir, `${name}_structured.openai.json`);
-      files.structured_anthropic = path.join(outDir, `${name}_structured.anthropic.json`);
-      fs.writeFileSync(files.structured_openai,
-        JSON.stringify(openaiBody(tools, task, agent.steps, answer, followUp, true), null, 2) + '\n');
-      fs.writeFileSync(files.structured_anthropic,
-        JSON.stringify(anthropicBody(tools, task, agent.steps, answer, followUp, true), null, 2) + '\n');
-    }
-    await client.close();
-    fs.writeFileSync(files.mcp, client.log.map(e => JSON.stringify(e)).join('\n') + '\n');
-
-    const written = fs.readdirSync(work, { recursive: true }).filter(f => fs.statSync(path.join(work, f)).isFile());
+    const transcript = { system: SYSTEM, tools, task, steps: agent.steps, answer, followUp };
     const calls = agent.steps.flatMap(s => s.calls);
+    const structured = calls.some(c => c.structured !== null) ? {
+      openai: path.join(outDir, `${name}_structured.openai.json`),
+      anthropic: path.join(outDir, `${name}_structured.anthropic.json`),
+    } : null;
+    if (structured) {
+      fs.writeFileSync(structured.openai, jsonText(openaiBody({ ...transcript, content: structuredOf })));
+      fs.writeFileSync(structured.anthropic, jsonText(anthropicBody({ ...transcript, content: structuredOf })));
+    }
+    const files = await writeSession(client, outDir, name, { openai: openaiBody(transcript), anthropic: anthropicBody(transcript) });
+
+    const written = filesIn(work);
     const obsSizes = calls.map(c => Buffer.byteLength(c.text));
     const withSnap = calls.filter(c => c.text.includes(SNAP_HEADING));
     const countBy = arr => arr.reduce((m, c) => (m[c.name] = (m[c.name] || 0) + 1, m), {});
     return {
       tools,
-      listResult: list.result,
-      initResult: init.result,
+      listResult: list,
+      initResult: init,
       summary: {
         scenario: name,
         include_snapshot_on_actions: agent.inline,
-        bytes: { openai: fs.statSync(files.openai).size, anthropic: fs.statSync(files.anthropic).size, mcp_jsonl: fs.statSync(files.mcp).size },
+        bytes: bytesOf(files),
         assistant_turns: agent.steps.length,
         parallel_turns: agent.steps.filter(s => s.calls.length > 1).length,
         observations: calls.length,
@@ -662,60 +458,47 @@ async function runScenario(name, opts, bin, outDir) {
         observation_bytes_max: Math.max(...obsSizes),
         snapshot_bytes: withSnap.map(c => ({ id: c.id, name: c.name, bytes: Buffer.byteLength(rawSnapshotOf(c.text)) })),
         results_with_structured_content: calls.filter(c => c.structured !== null).length,
-        structured_bytes: files.structured_openai ? {
-          openai: fs.statSync(files.structured_openai).size, anthropic: fs.statSync(files.structured_anthropic).size,
+        structured_bytes: structured ? {
+          openai: fs.statSync(structured.openai).size, anthropic: fs.statSync(structured.anthropic).size,
         } : undefined,
         files_written_by_server: written.length,
         stale_uid: agent.findings,
         server_stderr: client.stderr.trim() || undefined,
       },
     };
-  } catch (e) {
-    await client.close();
-    fs.writeFileSync(path.join(outDir, `${name}.FAILED.mcp.jsonl`), client.log.map(x => JSON.stringify(x)).join('\n') + '\n');
-    throw e;
-  } finally {
-    fs.rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
-  const install = path.resolve(opts.install);
-  const pkgDir = path.join(install, 'node_modules/chrome-devtools-mcp');
-  const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-  const bin = path.join(pkgDir, pkg.bin['chrome-devtools-mcp']);
-  if (!fs.existsSync(bin)) throw new Error(`no chrome-devtools-mcp entry point at ${bin}`);
+  const opts = parseArgs(process.argv.slice(2), {
+    usage: 'node record_cdmcp_formats.mjs <install-dir> [--base URL] [--out DIR] [--only a,b] [--server-arg FLAG]...',
+    defaults: { deadUrl: 'http://127.0.0.1:8439/research/search.html', extraArgs: [] },
+    more: { '--dead-url': (o, v) => { o.deadUrl = v; }, '--server-arg': (o, v) => { o.extraArgs.push(v); } },
+  });
+  const server = cdmcpServer(opts.install, opts.chromium, opts.extraArgs);
   if (opts.extraArgs.some(a => /^--experimental(DataFormat=toon|ToonFormat)/.test(a))) {
-    const req = createRequire(path.join(install, 'package.json'));
+    const req = createRequire(path.join(path.resolve(opts.install), 'package.json'));
     ({ decode: toonDecode } = await import(pathToFileURL(req.resolve('@toon-format/toon')).href));
   }
-  const outDir = path.resolve(opts.out || path.join('recorded', `cdmcp-${pkg.version}`));
+  const outDir = path.resolve(opts.out || path.join('recorded', `cdmcp-${server.version}`));
   fs.mkdirSync(outDir, { recursive: true });
   const names = opts.only || Object.keys(SCENARIOS);
-  const summary = {
-    package: `chrome-devtools-mcp@${pkg.version}`,
-    server_command: ['chrome-devtools-mcp', ...serverArgs(opts)],
-    server_env: { CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' },
-    chromium: opts.chromium,
-    base: opts.base,
-    scenarios: [],
-  };
+  const summary = { ...server.info, chromium: opts.chromium, base: opts.base, scenarios: [] };
   for (const name of names) {
     if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}`);
-    process.stderr.write(`[cdmcp ${pkg.version}] ${name} ... `);
-    const { tools, listResult, initResult, summary: s } = await runScenario(name, opts, bin, outDir);
+    process.stderr.write(`[cdmcp ${server.version}] ${name} ... `);
+    const { tools, listResult, initResult, summary: s } = await runScenario(name, opts, server, outDir);
     if (!summary.server_info) {
       summary.server_info = initResult.serverInfo;
       summary.server_capabilities = initResult.capabilities;
       summary.tool_count = tools.length;
-      fs.writeFileSync(path.join(outDir, 'tools.json'), JSON.stringify(listResult, null, 2) + '\n');
+      fs.writeFileSync(path.join(outDir, 'tools.json'), jsonText(listResult));
     }
     summary.scenarios.push(s);
     process.stderr.write(`ok (${s.observations} observations, ${s.observations_with_inline_snapshot} with snapshot, ${s.bytes.openai} B openai)\n`);
   }
   const summaryFile = opts.only ? path.join(outDir, `summary.${names.join('+')}.json`) : path.join(outDir, 'summary.json');
-  fs.writeFileSync(summaryFile, JSON.stringify(summary, null, 2) + '\n');
+  fs.writeFileSync(summaryFile, jsonText(summary));
 }
 
 main().catch(e => { console.error(e.stack || e); process.exit(1); });

@@ -5,9 +5,10 @@
 // snapshots), @playwright/mcp 0.0.83 (action results link a snapshot file, so
 // the model calls browser_snapshot) and Google's chrome-devtools-mcp 1.11.0
 // (take_snapshot, uids). Data-driven: the scenarios are the JSON files in
-// tests/record/docsets/<set>.json, one per documentation set. The MCP client,
-// the request bodies and the facts check are those of record_realdocs.mjs
-// (pw) and tests/site/record_cdmcp.mjs (cdmcp).
+// tests/record/docsets/<set>.json, one per documentation set. The MCP client
+// and the request bodies are those of tests/site/mcp_client.mjs; the scripted
+// model and the facts check follow record_realdocs.mjs (pw) and
+// tests/site/record_cdmcp.mjs (cdmcp).
 //
 // usage: node record_docsets.mjs [--server pw-0.0.41,pw-0.0.83,cdmcp-1.11.0]
 //                                [--base URL] [--out DIR] [--only set-task,...]
@@ -49,15 +50,15 @@
 // answer and no follow-up fact in it; otherwise the run fails and writes nothing for
 // that task but <task>.FAILED.mcp.jsonl.
 
-import { spawn } from 'node:child_process';
-import readline from 'node:readline';
 import fs from 'node:fs';
 import path from 'node:path';
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import {
+  REPO, pinnedInstall, playwrightServer, cdmcpServer, recordSession, Transcript, openaiBody, anthropicBody, writeSession,
+  bytesOf, filesIn, jsonText,
+} from '../site/mcp_client.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.join(HERE, '..', '..');
 const SERVERS = ['pw-0.0.41', 'pw-0.0.83', 'cdmcp-1.11.0'];
 const OUT_DIR_NAME = { 'pw-0.0.41': 'pwmcp-0.0.41', 'pw-0.0.83': 'pwmcp-0.0.83', 'cdmcp-1.11.0': 'cdmcp-1.11.0' };
 
@@ -82,115 +83,17 @@ function parseArgs(argv) {
   return opts;
 }
 
-// --------------------------------------------------------------- MCP client
-class McpClient {
-  constructor(cmd, args, cwd, env = {}) {
-    this.log = [];
-    this.seq = 0;
-    this.nextId = 0;
-    this.waiters = new Map();
-    this.stderr = '';
-    // Own process group, so that close() can also end the browser it started.
-    this.proc = spawn(cmd, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, env: { ...process.env, ...env } });
-    this.exited = new Promise(resolve => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    this.proc.stderr.on('data', d => { this.stderr += d; });
-    readline.createInterface({ input: this.proc.stdout }).on('line', line => this.onLine(line));
-  }
-
-  record(dir, line) {
-    let msg;
-    try { msg = JSON.parse(line); } catch { this.log.push({ seq: ++this.seq, dir, raw: line }); return null; }
-    this.log.push({ seq: ++this.seq, dir, msg });
-    return msg;
-  }
-
-  write(msg) {
-    const line = JSON.stringify(msg);
-    this.record('client->server', line);
-    this.proc.stdin.write(line + '\n');
-  }
-
-  onLine(line) {
-    const msg = this.record('server->client', line);
-    if (!msg) return;
-    if (msg.id !== undefined && msg.method === undefined && this.waiters.has(msg.id)) {
-      this.waiters.get(msg.id)(msg);
-      this.waiters.delete(msg.id);
-    } else if (msg.id !== undefined && msg.method !== undefined) {
-      // A server->client request; this client offers no capabilities.
-      this.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-    }
-  }
-
-  request(method, params, timeoutMs = 120000) {
-    const id = ++this.nextId;
-    this.write({ jsonrpc: '2.0', id, method, params });
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout waiting for ${method} #${id}\n${this.stderr}`)), timeoutMs);
-      this.waiters.set(id, m => { clearTimeout(t); resolve(m); });
-    });
-  }
-
-  notify(method, params) {
-    this.write(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
-  }
-
-  async close() {
-    this.proc.stdin.end();
-    const done = await Promise.race([this.exited, sleep(8000).then(() => null)]);
-    const pgid = this.proc.pid;
-    if (!done) {
-      try { process.kill(-pgid, 'SIGTERM'); } catch {}
-      const d2 = await Promise.race([this.exited, sleep(4000).then(() => null)]);
-      if (!d2) { try { process.kill(-pgid, 'SIGKILL'); } catch {} }
-    }
-    // Anything left in the group (a browser that outlived the server)?
-    try { process.kill(-pgid, 0); process.kill(-pgid, 'SIGKILL'); } catch {}
-  }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-
 // ------------------------------------------------------ the scripted "model"
 // What both drivers share: turns, the transcript, facts.
-class BaseAgent {
+// A tool call that fails ends the session.
+class BaseAgent extends Transcript {
   constructor(client, tools, scenario) {
-    this.client = client;
+    super(client, scenario);
     this.tools = tools;
-    this.scenario = scenario;
-    this.steps = [];          // {text, calls: [{id, name, args, text, isError}]}
-    this.callCount = 0;
+    this.stopOnError = true;
     this.snap = null;         // newest snapshot seen: {text, callId}
     this.needFresh = false;   // the page may differ from the newest snapshot seen
   }
-
-  // One assistant turn. calls: [[name, args], ...] (more than one = parallel tool calls).
-  async turn(calls, text = null) {
-    const step = { text, calls: [] };
-    this.steps.push(step);
-    for (const [name, args] of calls) {
-      const id = `call_${++this.callCount}`;
-      const resp = await this.client.request('tools/call', { name, arguments: args });
-      let out, isError;
-      if (resp.error) {
-        out = `MCP error ${resp.error.code}: ${resp.error.message}`;
-        isError = true;
-      } else {
-        const parts = resp.result.content || [];
-        out = parts.filter(p => p.type === 'text').map(p => p.text).join('\n');
-        const other = parts.filter(p => p.type !== 'text');
-        if (other.length) out += (out ? '\n' : '') + other.map(p => `[${p.type} content omitted]`).join('\n');
-        isError = resp.result.isError === true;
-      }
-      const call = { id, name, args, text: out, isError };
-      step.calls.push(call);
-      this.observe(call);
-      if (isError) throw new Error(`[${this.scenario}] ${name} ${JSON.stringify(args)} failed: ${out.slice(0, 400)}`);
-    }
-    return step.calls.length === 1 ? step.calls[0] : step.calls;
-  }
-
-  do(name, args, text = null) { return this.turn([[name, args]], text); }
 
   // Make sure the newest page state has been seen as snapshot text.
   async look(text = null) { if (this.needFresh || !this.snap) await this.snapshot(text); }
@@ -211,13 +114,6 @@ class BaseAgent {
       if (r) return r;
     }
     return null;
-  }
-
-  allText() { return this.steps.flatMap(s => s.calls.map(c => c.text)).join('\n'); }
-
-  mustHaveSeen(...facts) {
-    const all = this.allText();
-    for (const f of facts) if (!all.includes(f)) throw new Error(`[${this.scenario}] fact not observed: ${f}`);
   }
 }
 
@@ -418,114 +314,29 @@ async function runSteps(agent, t, base) {
   }
 }
 
-// ----------------------------------------------------------- request bodies
-function cleanSchema(s) {
-  const { $schema, ...rest } = s || { type: 'object', properties: {} };
-  return rest;
-}
-
-function openaiBody(system, tools, task, steps, answer, followUp) {
-  const messages = [{ role: 'system', content: system }, { role: 'user', content: task }];
-  for (const s of steps) {
-    messages.push({
-      role: 'assistant',
-      content: s.text,
-      tool_calls: s.calls.map(c => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })),
-    });
-    for (const c of s.calls) messages.push({ role: 'tool', tool_call_id: c.id, content: c.text });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'gpt-4.1',
-    messages,
-    tools: tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: cleanSchema(t.inputSchema) } })),
-  };
-}
-
-function anthropicBody(system, tools, task, steps, answer, followUp) {
-  const messages = [{ role: 'user', content: task }];
-  for (const s of steps) {
-    const content = [];
-    if (s.text) content.push({ type: 'text', text: s.text });
-    for (const c of s.calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.args });
-    messages.push({ role: 'assistant', content });
-    messages.push({
-      role: 'user',
-      content: s.calls.map(c => ({ type: 'tool_result', tool_use_id: c.id, content: c.text, ...(c.isError ? { is_error: true } : {}) })),
-    });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'claude-sonnet-4-5',
-    max_tokens: 4096,
-    system,
-    messages,
-    tools: tools.map(t => ({ name: t.name, description: t.description, input_schema: cleanSchema(t.inputSchema) })),
-  };
-}
-
 // ------------------------------------------------------------------ servers
 function serverSpec(server, opts) {
-  const install = path.resolve(opts.installDir || path.join(REPO, 'tests', 'mcp', 'node', server));
-  if (server.startsWith('pw-')) {
-    const pkg = JSON.parse(fs.readFileSync(path.join(install, 'node_modules/@playwright/mcp/package.json'), 'utf8'));
-    const binDir = path.join(install, 'node_modules/.bin');
-    const bin = ['playwright-mcp', 'mcp-server-playwright'].map(b => path.join(binDir, b)).find(b => fs.existsSync(b));
-    if (!bin) throw new Error(`no playwright-mcp binary in ${binDir}`);
-    const args = ['--headless', '--isolated', '--no-sandbox', '--executable-path', opts.chromium];
-    return {
-      kind: 'pw', cmd: bin, args, env: {}, Agent: PwAgent,
-      info: { package: `@playwright/mcp@${pkg.version}`, playwright: pkg.dependencies && (pkg.dependencies['playwright'] || pkg.dependencies['playwright-core']), binary: path.basename(bin), server_args: args },
-    };
-  }
-  const pkgDir = path.join(install, 'node_modules/chrome-devtools-mcp');
-  const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-  const bin = path.join(pkgDir, pkg.bin['chrome-devtools-mcp']);
-  const args = ['--headless', '--isolated', '--executablePath', opts.chromium, '--chromeArg=--no-sandbox', '--no-usage-statistics', '--no-performance-crux'];
-  const env = { CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' };
-  return {
-    kind: 'cdmcp', cmd: process.execPath, args: [bin, ...args], env, Agent: CdAgent,
-    info: { package: `chrome-devtools-mcp@${pkg.version}`, server_command: ['chrome-devtools-mcp', ...args], server_env: env },
-  };
+  const install = opts.installDir || pinnedInstall(server);
+  if (server.startsWith('pw-')) return { ...playwrightServer(install, opts.chromium), kind: 'pw', Agent: PwAgent };
+  return { ...cdmcpServer(install, opts.chromium), kind: 'cdmcp', Agent: CdAgent };
 }
 
 async function runScenario(sc, spec, opts, outDir, factsDir) {
   const { name, set, task: t } = sc;
   const base = `${opts.base}/${set.set}`;
   const { task, answer, followUp } = checkScenarioText(name, t, base);
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), `docsets-${name}-`));
-  const client = new McpClient(spec.cmd, spec.args, work, spec.env);
-  try {
-    const init = await client.request('initialize', {
-      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fixture-recorder', version: '1.0.0' },
-    });
-    if (init.error) throw new Error(`initialize failed: ${JSON.stringify(init.error)}`);
-    client.notify('notifications/initialized');
-    const list = await client.request('tools/list', {});
-    const tools = list.result.tools;
+  return recordSession(spec, { name, outDir, prefix: 'docsets', timeoutMs: 120000 }, async ({ client, work, tools }) => {
     const agent = new spec.Agent(client, tools, name);
     await runSteps(agent, t, base);
     agent.mustHaveSeen(...t.facts.answer, ...t.facts.follow_up);
 
-    const system = SYSTEM[spec.kind];
-    const oa = openaiBody(system, tools, task, agent.steps, answer, followUp);
-    const an = anthropicBody(system, tools, task, agent.steps, answer, followUp);
-    const files = {
-      openai: path.join(outDir, `${name}.openai.json`),
-      anthropic: path.join(outDir, `${name}.anthropic.json`),
-      mcp: path.join(outDir, `${name}.mcp.jsonl`),
-    };
-    fs.writeFileSync(files.openai, JSON.stringify(oa, null, 2) + '\n');
-    fs.writeFileSync(files.anthropic, JSON.stringify(an, null, 2) + '\n');
     fs.writeFileSync(path.join(factsDir, `${name}.txt`), [...t.facts.answer, ...t.facts.follow_up].join('\n') + '\n');
-    await client.close();
-    fs.writeFileSync(files.mcp, client.log.map(e => JSON.stringify(e)).join('\n') + '\n');
+    const transcript = { system: SYSTEM[spec.kind], tools, task, steps: agent.steps, answer, followUp };
+    const files = await writeSession(client, outDir, name, { openai: openaiBody(transcript), anthropic: anthropicBody(transcript) });
     fs.rmSync(path.join(outDir, `${name}.FAILED.mcp.jsonl`), { force: true });
     // 0.0.83 writes the snapshot files its results link (.playwright-mcp/page-*.yml);
     // they are not kept: every fact the model uses comes from an inline browser_snapshot.
-    const written = fs.readdirSync(work, { recursive: true }).filter(f => fs.statSync(path.join(work, f)).isFile());
+    const written = filesIn(work);
 
     const calls = agent.steps.flatMap(s => s.calls);
     const obsSizes = calls.map(c => Buffer.byteLength(c.text));
@@ -533,7 +344,7 @@ async function runScenario(sc, spec, opts, outDir, factsDir) {
     const snapName = spec.kind === 'pw' ? 'browser_snapshot' : 'take_snapshot';
     return {
       scenario: name,
-      bytes: { openai: fs.statSync(files.openai).size, anthropic: fs.statSync(files.anthropic).size, mcp_jsonl: fs.statSync(files.mcp).size },
+      bytes: bytesOf(files),
       assistant_turns: agent.steps.length,
       observations: calls.length,
       observations_with_inline_snapshot: calls.filter(hasSnap).length,
@@ -547,13 +358,7 @@ async function runScenario(sc, spec, opts, outDir, factsDir) {
       files_written_by_server: written.length,
       server_stderr: spec.kind === 'pw' ? (client.stderr.trim() || undefined) : undefined,
     };
-  } catch (e) {
-    await client.close();
-    fs.writeFileSync(path.join(outDir, `${name}.FAILED.mcp.jsonl`), client.log.map(x => JSON.stringify(x)).join('\n') + '\n');
-    throw e;
-  } finally {
-    fs.rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
 
 async function main() {
@@ -580,8 +385,8 @@ async function main() {
         process.stderr.write(`FAILED\n${e.message}\n`);
       }
     }
-    if (!opts.only && !opts.sets && !failed) fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-    else process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+    if (!opts.only && !opts.sets && !failed) fs.writeFileSync(path.join(outDir, 'summary.json'), jsonText(summary));
+    else process.stdout.write(jsonText(summary));
   }
   if (failed) { console.error(`${failed} scenario run(s) failed`); process.exit(1); }
 }

@@ -3,8 +3,9 @@
 // (Debian's nodejs-doc, copied to fixtures/realdocs/site) through the real
 // Playwright MCP server, so that evidence and cache cost are measured on pages
 // as big and as cluttered as real ones (20-350 KB snapshots), not only on the
-// small shared test site. Derived from tests/site/record.mjs: the same MCP
-// client, scripted model and request bodies; other scenarios, and facts files.
+// small shared test site. Derived from tests/site/record.mjs: the same scripted
+// model, and the MCP client and request bodies of tests/site/mcp_client.mjs;
+// other scenarios, and facts files.
 //
 // usage: node record_realdocs.mjs <install-dir> [--base URL] [--out DIR]
 //                                 [--only a,b] [--chromium PATH]
@@ -27,148 +28,27 @@
 // answer fact also in the answer and a follow-up fact not in it (that is how
 // `staleguard replay` tells them apart).
 
-import { spawn } from 'node:child_process';
-import readline from 'node:readline';
 import fs from 'node:fs';
 import path from 'node:path';
-import os from 'node:os';
-import { fileURLToPath } from 'node:url';
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-
-// ---------------------------------------------------------------- arguments
-function parseArgs(argv) {
-  const opts = { base: 'http://127.0.0.1:8441', chromium: '/usr/bin/chromium', only: null,
-    out: path.join(HERE, '..', '..', 'fixtures', 'realdocs'), install: null };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--base') opts.base = argv[++i].replace(/\/$/, '');
-    else if (a === '--out') opts.out = argv[++i];
-    else if (a === '--only') opts.only = argv[++i].split(',');
-    else if (a === '--chromium') opts.chromium = argv[++i];
-    else if (!opts.install) opts.install = a;
-    else throw new Error(`unexpected argument ${a}`);
-  }
-  if (!opts.install) {
-    console.error('usage: node record_realdocs.mjs <install-dir> [--base URL] [--out DIR] [--only a,b]');
-    process.exit(2);
-  }
-  return opts;
-}
-
-// --------------------------------------------------------------- MCP client
-class McpClient {
-  constructor(bin, args, cwd) {
-    this.log = [];
-    this.seq = 0;
-    this.nextId = 0;
-    this.waiters = new Map();
-    this.stderr = '';
-    // Own process group, so that close() can also end the browser it started.
-    this.proc = spawn(bin, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    this.exited = new Promise(resolve => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    this.proc.stderr.on('data', d => { this.stderr += d; });
-    readline.createInterface({ input: this.proc.stdout }).on('line', line => this.onLine(line));
-  }
-
-  record(dir, line) {
-    let msg;
-    try { msg = JSON.parse(line); } catch { this.log.push({ seq: ++this.seq, dir, raw: line }); return null; }
-    this.log.push({ seq: ++this.seq, dir, msg });
-    return msg;
-  }
-
-  write(msg) {
-    const line = JSON.stringify(msg);
-    this.record('client->server', line);
-    this.proc.stdin.write(line + '\n');
-  }
-
-  onLine(line) {
-    const msg = this.record('server->client', line);
-    if (!msg) return;
-    if (msg.id !== undefined && msg.method === undefined && this.waiters.has(msg.id)) {
-      this.waiters.get(msg.id)(msg);
-      this.waiters.delete(msg.id);
-    } else if (msg.id !== undefined && msg.method !== undefined) {
-      // A server->client request; this client offers no capabilities.
-      this.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-    }
-  }
-
-  request(method, params, timeoutMs = 90000) {
-    const id = ++this.nextId;
-    this.write({ jsonrpc: '2.0', id, method, params });
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout waiting for ${method} #${id}\n${this.stderr}`)), timeoutMs);
-      this.waiters.set(id, m => { clearTimeout(t); resolve(m); });
-    });
-  }
-
-  notify(method, params) {
-    this.write(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
-  }
-
-  async close() {
-    this.proc.stdin.end();
-    const done = await Promise.race([this.exited, sleep(8000).then(() => null)]);
-    const pgid = this.proc.pid;
-    if (!done) {
-      try { process.kill(-pgid, 'SIGTERM'); } catch {}
-      const d2 = await Promise.race([this.exited, sleep(4000).then(() => null)]);
-      if (!d2) { try { process.kill(-pgid, 'SIGKILL'); } catch {} }
-    }
-    // Anything left in the group (a browser that outlived the server)?
-    try { process.kill(-pgid, 0); process.kill(-pgid, 'SIGKILL'); } catch {}
-  }
-}
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
+import {
+  REPO, parseArgs, playwrightServer, recordSession, Transcript, openaiBody, anthropicBody, writeSession, bytesOf, filesIn,
+  jsonText,
+} from '../site/mcp_client.mjs';
 
 // ------------------------------------------------------ the scripted "model"
 const YAML_RE = /```yaml\n([\s\S]*?)\n```/g;
 
-class Agent {
+class Agent extends Transcript {
   constructor(client, tools, scenario) {
-    this.client = client;
+    super(client, scenario);
     this.tools = tools;
     const clickProps = tools.find(t => t.name === 'browser_click').inputSchema.properties || {};
     this.refKey = 'target' in clickProps ? 'target' : 'ref';
-    this.scenario = scenario;
-    this.steps = [];          // {text, calls: [{id, name, args, text, isError}]}
-    this.callCount = 0;
     this.snap = null;         // newest snapshot seen: {text, callId, partial}
     this.needFresh = false;   // page changed but the snapshot was not inlined
   }
 
   el(description, ref) { return { element: description, [this.refKey]: ref }; }
-
-  // One assistant turn. calls: [[name, args], ...] (more than one = parallel tool calls).
-  async turn(calls, text = null) {
-    const step = { text, calls: [] };
-    this.steps.push(step);
-    for (const [name, args] of calls) {
-      const id = `call_${++this.callCount}`;
-      const resp = await this.client.request('tools/call', { name, arguments: args });
-      let out, isError;
-      if (resp.error) {
-        out = `MCP error ${resp.error.code}: ${resp.error.message}`;
-        isError = true;
-      } else {
-        const parts = resp.result.content || [];
-        out = parts.filter(p => p.type === 'text').map(p => p.text).join('\n');
-        const other = parts.filter(p => p.type !== 'text');
-        if (other.length) out += (out ? '\n' : '') + other.map(p => `[${p.type} content omitted]`).join('\n');
-        isError = resp.result.isError === true;
-      }
-      const call = { id, name, args, text: out, isError };
-      step.calls.push(call);
-      this.observe(call);
-    }
-    return step.calls.length === 1 ? step.calls[0] : step.calls;
-  }
-
-  do(name, args, text = null) { return this.turn([[name, args]], text); }
 
   observe(call) {
     if (call.isError) return;
@@ -221,13 +101,6 @@ class Agent {
     return this.do('browser_click', this.el(`${name} ${role}`, r), text);
   }
 
-  // All observation text so far (for checking facts the final answer uses).
-  allText() { return this.steps.flatMap(s => s.calls.map(c => c.text)).join('\n'); }
-
-  mustHaveSeen(...facts) {
-    const all = this.allText();
-    for (const f of facts) if (!all.includes(f)) throw new Error(`[${this.scenario}] fact not observed: ${f}`);
-  }
 }
 
 
@@ -349,55 +222,6 @@ const SCENARIOS = {
   },
 };
 
-// ----------------------------------------------------------- request bodies
-function cleanSchema(s) {
-  const { $schema, ...rest } = s || { type: 'object', properties: {} };
-  return rest;
-}
-
-function openaiBody(tools, task, steps, answer, followUp) {
-  const messages = [{ role: 'system', content: SYSTEM }, { role: 'user', content: task }];
-  for (const s of steps) {
-    messages.push({
-      role: 'assistant',
-      content: s.text,
-      tool_calls: s.calls.map(c => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })),
-    });
-    for (const c of s.calls) messages.push({ role: 'tool', tool_call_id: c.id, content: c.text });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'gpt-4.1',
-    messages,
-    tools: tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: cleanSchema(t.inputSchema) } })),
-  };
-}
-
-function anthropicBody(tools, task, steps, answer, followUp) {
-  const messages = [{ role: 'user', content: task }];
-  for (const s of steps) {
-    const content = [];
-    if (s.text) content.push({ type: 'text', text: s.text });
-    for (const c of s.calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.args });
-    messages.push({ role: 'assistant', content });
-    messages.push({
-      role: 'user',
-      content: s.calls.map(c => ({ type: 'tool_result', tool_use_id: c.id, content: c.text, ...(c.isError ? { is_error: true } : {}) })),
-    });
-  }
-  messages.push({ role: 'assistant', content: answer });
-  messages.push({ role: 'user', content: followUp });
-  return {
-    model: 'claude-sonnet-4-5',
-    max_tokens: 4096,
-    system: SYSTEM,
-    messages,
-    tools: tools.map(t => ({ name: t.name, description: t.description, input_schema: cleanSchema(t.inputSchema) })),
-  };
-}
-
-
 // --------------------------------------------------------------------- main
 // Where `staleguard replay` looks for a fact (see crates/staleguard-cli/src/replay/facts.rs):
 // one the final answer holds must be in the request that produced the answer, any other in
@@ -410,42 +234,23 @@ function checkFacts(name, agent, answer, facts) {
   for (const f of [...facts.answer, ...facts.followUp]) if (!f.trim() || f.includes('\n')) throw new Error(`[${name}] bad fact: ${JSON.stringify(f)}`);
 }
 
-async function runScenario(name, opts, bin, outDir) {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), `pwmcp-realdocs-${name}-`));
-  const client = new McpClient(bin, ['--headless', '--isolated', '--no-sandbox', '--executable-path', opts.chromium], work);
-  try {
-    const init = await client.request('initialize', {
-      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fixture-recorder', version: '1.0.0' },
-    });
-    if (init.error) throw new Error(`initialize failed: ${JSON.stringify(init.error)}`);
-    client.notify('notifications/initialized');
-    const list = await client.request('tools/list', {});
-    const tools = list.result.tools;
+async function runScenario(name, opts, server, outDir) {
+  return recordSession(server, { name, outDir, prefix: 'pwmcp-realdocs' }, async ({ client, work, tools }) => {
     const agent = new Agent(client, tools, name);
     const { task, answer, followUp, facts } = await SCENARIOS[name](agent, opts);
     checkFacts(name, agent, answer, facts);
 
-    const oa = openaiBody(tools, task, agent.steps, answer, followUp);
-    const an = anthropicBody(tools, task, agent.steps, answer, followUp);
-    const files = {
-      openai: path.join(outDir, `${name}.openai.json`),
-      anthropic: path.join(outDir, `${name}.anthropic.json`),
-      mcp: path.join(outDir, `${name}.mcp.jsonl`),
-      facts: path.join(outDir, 'facts', `${name}.txt`),
-    };
-    fs.writeFileSync(files.openai, JSON.stringify(oa, null, 2) + '\n');
-    fs.writeFileSync(files.anthropic, JSON.stringify(an, null, 2) + '\n');
-    fs.writeFileSync(files.facts, [...facts.answer, ...facts.followUp].join('\n') + '\n');
-    await client.close();
-    fs.writeFileSync(files.mcp, client.log.map(e => JSON.stringify(e)).join('\n') + '\n');
-    const written = fs.readdirSync(work, { recursive: true }).filter(f => fs.statSync(path.join(work, f)).isFile());
+    fs.writeFileSync(path.join(outDir, 'facts', `${name}.txt`), [...facts.answer, ...facts.followUp].join('\n') + '\n');
+    const transcript = { system: SYSTEM, tools, task, steps: agent.steps, answer, followUp };
+    const files = await writeSession(client, outDir, name, { openai: openaiBody(transcript), anthropic: anthropicBody(transcript) });
+    const written = filesIn(work);
     if (written.length) throw new Error(`[${name}] the server wrote files this recorder does not keep: ${written.join(', ')}`);
 
     const calls = agent.steps.flatMap(s => s.calls);
     const obsSizes = calls.map(c => Buffer.byteLength(c.text));
     return {
       scenario: name,
-      bytes: { openai: fs.statSync(files.openai).size, anthropic: fs.statSync(files.anthropic).size, mcp_jsonl: fs.statSync(files.mcp).size },
+      bytes: bytesOf(files),
       assistant_turns: agent.steps.length,
       observations: calls.length,
       observations_with_inline_snapshot: calls.filter(c => c.text.includes('```yaml')).length,
@@ -457,42 +262,28 @@ async function runScenario(name, opts, bin, outDir) {
       facts: { answer: facts.answer.length, follow_up: facts.followUp.length },
       server_stderr: client.stderr.trim() || undefined,
     };
-  } catch (e) {
-    await client.close();
-    fs.writeFileSync(path.join(outDir, `${name}.FAILED.mcp.jsonl`), client.log.map(x => JSON.stringify(x)).join('\n') + '\n');
-    throw e;
-  } finally {
-    fs.rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
-  const install = path.resolve(opts.install);
-  const pkg = JSON.parse(fs.readFileSync(path.join(install, 'node_modules/@playwright/mcp/package.json'), 'utf8'));
-  const binDir = path.join(install, 'node_modules/.bin');
-  const bin = ['playwright-mcp', 'mcp-server-playwright'].map(b => path.join(binDir, b)).find(b => fs.existsSync(b));
-  if (!bin) throw new Error(`no playwright-mcp binary in ${binDir}`);
+  const opts = parseArgs(process.argv.slice(2), {
+    usage: 'node record_realdocs.mjs <install-dir> [--base URL] [--out DIR] [--only a,b]',
+    defaults: { base: 'http://127.0.0.1:8441', out: path.join(REPO, 'fixtures', 'realdocs') },
+  });
+  const server = playwrightServer(opts.install, opts.chromium);
   const outDir = path.resolve(opts.out);
   fs.mkdirSync(path.join(outDir, 'facts'), { recursive: true });
   const names = opts.only || Object.keys(SCENARIOS);
-  const summary = {
-    package: `@playwright/mcp@${pkg.version}`,
-    playwright: pkg.dependencies && (pkg.dependencies['playwright'] || pkg.dependencies['playwright-core']),
-    binary: path.basename(bin),
-    server_args: ['--headless', '--isolated', '--no-sandbox', '--executable-path', opts.chromium],
-    base: opts.base,
-    scenarios: [],
-  };
+  const summary = { ...server.info, base: opts.base, scenarios: [] };
   for (const name of names) {
     if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}`);
-    process.stderr.write(`[${pkg.version}] ${name} ... `);
-    const s = await runScenario(name, opts, bin, outDir);
+    process.stderr.write(`[${server.version}] ${name} ... `);
+    const s = await runScenario(name, opts, server, outDir);
     summary.scenarios.push(s);
     process.stderr.write(`ok (${s.observations} observations, ${s.bytes.openai} B openai)\n`);
   }
-  if (!opts.only) fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-  else process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  if (!opts.only) fs.writeFileSync(path.join(outDir, 'summary.json'), jsonText(summary));
+  else process.stdout.write(jsonText(summary));
 }
 
 main().catch(e => { console.error(e.stack || e); process.exit(1); });

@@ -56,22 +56,19 @@
 // result differs from the recorded one (a server that works against a clock, see fixtures/hostile/README.md),
 // the answer may no longer match it; --compare says so.
 
-import { spawn } from 'node:child_process';
-import readline from 'node:readline';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import zlib from 'node:zlib';
-import crypto from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, '../..');
+import {
+  REPO, pinnedInstall, playwrightServer, cdmcpServer, startServer, resultOf, openaiBody, anthropicBody, jsonText, logText,
+  filesIn,
+} from './mcp_client.mjs';
 
 const SERVERS = {
-  'pwmcp-0.0.41': { kind: 'playwright', install: 'tests/mcp/node/pw-0.0.41' },
-  'pwmcp-0.0.83': { kind: 'playwright', install: 'tests/mcp/node/pw-0.0.83' },
-  'cdmcp-1.11.0': { kind: 'cdmcp', install: 'tests/mcp/node/cdmcp-1.11.0' },
+  'pwmcp-0.0.41': { start: playwrightServer, install: 'pw-0.0.41' },
+  'pwmcp-0.0.83': { start: playwrightServer, install: 'pw-0.0.83' },
+  'cdmcp-1.11.0': { start: cdmcpServer, install: 'cdmcp-1.11.0' },
 };
 
 // ---------------------------------------------------------------- arguments
@@ -103,7 +100,7 @@ function parseArgs(argv) {
   if (!SERVERS[opts.server]) usage(`--server must be one of ${Object.keys(SERVERS).join(', ')}`);
   if (!opts.sessions || !opts.sessions.length) usage('--session is required');
   if (!(opts.callTimeout > 0)) usage('--call-timeout must be a positive number of seconds');
-  if (!opts.install) opts.install = path.join(REPO, SERVERS[opts.server].install);
+  if (!opts.install) opts.install = pinnedInstall(SERVERS[opts.server].install);
   return opts;
 }
 
@@ -147,122 +144,10 @@ function transcriptOf(openai, anthropic) {
   };
 }
 
-// ----------------------------------------------------------------- processes
-const MARK_VAR = 'STALEGUARD_HOSTILE_RECORDER';
-const live = new Set();   // clients whose processes are to be ended on the way out
-const tempDirs = new Set();   // temporary directories to remove on the way out
-
-function procsMarked(mark, dir) {
-  const out = [];
-  for (const pid of fs.readdirSync('/proc').filter(p => /^\d+$/.test(p)).map(Number)) {
-    if (pid === process.pid) continue;
-    try {
-      const env = fs.readFileSync(`/proc/${pid}/environ`, 'latin1');
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1');
-      if (env.split('\0').includes(`${MARK_VAR}=${mark}`) || cmd.includes(dir)) {
-        const pgid = Number(fs.readFileSync(`/proc/${pid}/stat`, 'latin1').replace(/^.*\) /s, '').split(' ')[2]);
-        out.push({ pid, pgid });
-      }
-    } catch { /* gone, or not ours to read */ }
-  }
-  return out;
-}
-
-const OWN_PGID = Number(fs.readFileSync('/proc/self/stat', 'latin1').replace(/^.*\) /s, '').split(' ')[2]);
-
-function killMarked(mark, dir) {
-  for (let round = 0; round < 5; round++) {
-    const procs = procsMarked(mark, dir);
-    if (!procs.length) return;
-    const groups = new Set(procs.map(p => p.pgid).filter(g => g > 1 && g !== process.pid && g !== OWN_PGID));
-    for (const g of groups) { try { process.kill(-g, 'SIGKILL'); } catch { } }
-    for (const p of procs) { try { process.kill(p.pid, 'SIGKILL'); } catch { } }
-    const until = Date.now() + 300;
-    while (Date.now() < until) { /* let them go */ }
-  }
-}
-
-// --------------------------------------------------------------- MCP client
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-class McpClient {
-  constructor(argv, env, cwd, tmp) {
-    this.log = [];
-    this.seq = 0;
-    this.waiters = new Map();
-    this.stderr = '';
-    this.tmp = tmp;
-    this.mark = crypto.randomBytes(8).toString('hex');
-    this.proc = spawn(argv[0], argv.slice(1), {
-      cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true,
-      env: { ...process.env, ...env, TMPDIR: tmp, [MARK_VAR]: this.mark },
-    });
-    live.add(this);
-    this.exited = new Promise(resolve => this.proc.on('exit', (code, sig) => resolve({ code, sig })));
-    this.proc.on('error', e => { this.stderr += `spawn failed: ${e.message}\n`; });
-    this.proc.stdin.on('error', () => { });
-    this.proc.stderr.on('data', d => { this.stderr += d; });
-    readline.createInterface({ input: this.proc.stdout }).on('line', line => this.onLine(line));
-  }
-
-  record(dir, line) {
-    let msg;
-    try { msg = JSON.parse(line); } catch { this.log.push({ seq: ++this.seq, dir, raw: line }); return null; }
-    this.log.push({ seq: ++this.seq, dir, msg });
-    return msg;
-  }
-
-  write(msg) {
-    const line = JSON.stringify(msg);
-    this.record('client->server', line);
-    this.proc.stdin.write(line + '\n');
-  }
-
-  onLine(line) {
-    const msg = this.record('server->client', line);
-    if (!msg) return;
-    if (msg.id !== undefined && msg.method === undefined && this.waiters.has(msg.id)) {
-      this.waiters.get(msg.id)(msg);
-      this.waiters.delete(msg.id);
-    } else if (msg.id !== undefined && msg.method !== undefined) {
-      // A server->client request (e.g. roots/list); this client offers no capabilities.
-      this.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-    }
-  }
-
-  // Sends a recorded request as it was (same id and params) and waits for its response.
-  send(msg, timeoutMs) {
-    this.write(msg);
-    if (msg.id === undefined) return Promise.resolve(null);
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no response to ${msg.method} #${msg.id} in ${timeoutMs / 1000} s\n${this.stderr}`)), timeoutMs);
-      this.exited.then(({ code, sig }) => reject(new Error(`server exited (${code ?? sig}) before answering ${msg.method} #${msg.id}\n${this.stderr}`)));
-      this.waiters.set(msg.id, m => { clearTimeout(t); resolve(m); });
-    });
-  }
-
-  async close() {
-    if (!live.has(this)) return;
-    this.proc.stdin.end();
-    let done = await Promise.race([this.exited, sleep(8000).then(() => null)]);
-    if (!done) {
-      try { process.kill(-this.proc.pid, 'SIGTERM'); } catch { }
-      done = await Promise.race([this.exited, sleep(4000).then(() => null)]);
-    }
-    this.killAll();
-    await Promise.race([this.exited, sleep(2000)]);
-  }
-
-  // Synchronous: also used on the way out of a failed or interrupted run.
-  killAll() {
-    try { process.kill(-this.proc.pid, 'SIGKILL'); } catch { }
-    killMarked(this.mark, this.tmp);
-    live.delete(this);
-  }
-}
+// Temporary directories to remove on the way out (mcp_client.mjs ends the processes first).
+const tempDirs = new Set();
 
 function cleanup() {
-  for (const c of [...live]) c.killAll();
   for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
   tempDirs.clear();
 }
@@ -270,35 +155,17 @@ function cleanupAndExit(code) {
   cleanup();
   process.exit(code);
 }
-process.on('SIGINT', () => cleanupAndExit(130));
-process.on('SIGTERM', () => cleanupAndExit(143));
 process.on('exit', cleanup);
-
-function serverCommand(opts) {
-  const { kind } = SERVERS[opts.server];
-  if (kind === 'playwright') {
-    const pkgDir = path.join(opts.install, 'node_modules/@playwright/mcp');
-    const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-    const [binName, rel] = Object.entries(pkg.bin)[0];
-    const args = ['--headless', '--isolated', '--no-sandbox', '--executable-path', opts.chromium];
-    return { argv: [process.execPath, path.join(pkgDir, rel), ...args], env: {}, shown: [binName, ...args], version: pkg.version };
-  }
-  const pkgDir = path.join(opts.install, 'node_modules/chrome-devtools-mcp');
-  const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-  const args = ['--headless', '--isolated', '--executablePath', opts.chromium, '--chromeArg=--no-sandbox',
-    '--no-usage-statistics', '--no-performance-crux'];
-  return { argv: [process.execPath, path.join(pkgDir, pkg.bin['chrome-devtools-mcp']), ...args],
-    env: { CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS: '1' }, shown: ['chrome-devtools-mcp', ...args], version: pkg.version };
-}
 
 // ------------------------------------------------------------------- replay
 async function replay(opts, recordedLog) {
-  const cmd = serverCommand(opts);
-  if (`${opts.server.split('-')[0]}-${cmd.version}` !== opts.server) throw new Error(`${opts.install} holds version ${cmd.version}, not ${opts.server}`);
+  const server = SERVERS[opts.server].start(opts.install, opts.chromium);
+  if (`${opts.server.split('-')[0]}-${server.version}` !== opts.server) throw new Error(`${opts.install} holds version ${server.version}, not ${opts.server}`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-rec-work-'));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-rec-tmp-'));
   tempDirs.add(work).add(tmp);
-  const client = new McpClient(cmd.argv, cmd.env, work, tmp);
+  // TMPDIR: the isolated browser profile goes there, and the processes that name it are ended with the server.
+  const client = startServer(server, work, { tmp, timeoutMs: opts.callTimeout * 1000 });
   const responses = new Map();   // request id -> response
   try {
     for (const e of recordedLog) {
@@ -307,7 +174,7 @@ async function replay(opts, recordedLog) {
       // Answers to server requests are the client's own business, not part of the script.
       if (m.method === undefined) continue;
       const t0 = Date.now();
-      const resp = await client.send(m, opts.callTimeout * 1000);
+      const resp = await client.send(m);
       if (resp) responses.set(m.id, resp);
       if (m.method === 'tools/call') {
         const took = ((Date.now() - t0) / 1000).toFixed(1);
@@ -315,8 +182,8 @@ async function replay(opts, recordedLog) {
       }
     }
     await client.close();
-    const artifacts = fs.readdirSync(work, { recursive: true }).filter(f => fs.statSync(path.join(work, f)).isFile()).sort();
-    return { log: client.log, responses, work, artifacts, stderr: client.stderr, shown: cmd.shown };
+    const artifacts = filesIn(work);
+    return { log: client.log, responses, work, artifacts, stderr: client.stderr, shown: server.shown };
   } catch (e) {
     await client.close();
     fs.rmSync(work, { recursive: true, force: true });
@@ -328,21 +195,6 @@ async function replay(opts, recordedLog) {
 }
 
 // ------------------------------------------------------------ request bodies
-function cleanSchema(s) {
-  const { $schema, ...rest } = s || { type: 'object', properties: {} };
-  return rest;
-}
-
-// What a client forwards of one tools/call response.
-function resultOf(resp) {
-  if (resp.error) return { text: `MCP error ${resp.error.code}: ${resp.error.message}`, isError: true };
-  const parts = resp.result.content || [];
-  let text = parts.filter(p => p.type === 'text').map(p => p.text).join('\n');
-  const other = parts.filter(p => p.type !== 'text');
-  if (other.length) text += (text ? '\n' : '') + other.map(p => `[${p.type} content omitted]`).join('\n');
-  return { text, isError: resp.result.isError === true };
-}
-
 // The transcript's steps with the results of this run: the i-th tools/call of the log is call i.
 function stepsWithResults(tr, log) {
   const byId = new Map();
@@ -375,47 +227,9 @@ function toolsOf(log) {
   return resp.msg.result.tools;
 }
 
-function openaiBody(tr, tools, steps) {
-  const messages = [{ role: 'system', content: tr.system }, { role: 'user', content: tr.task }];
-  for (const s of steps) {
-    messages.push({
-      role: 'assistant',
-      content: s.text,
-      tool_calls: s.calls.map(c => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })),
-    });
-    for (const c of s.calls) messages.push({ role: 'tool', tool_call_id: c.id, content: c.text });
-  }
-  messages.push({ role: 'assistant', content: tr.answer });
-  messages.push({ role: 'user', content: tr.followUp });
-  return {
-    model: tr.openaiModel,
-    messages,
-    tools: tools.map(t => ({ type: 'function', function: { name: t.name, description: t.description, parameters: cleanSchema(t.inputSchema) } })),
-  };
-}
-
-function anthropicBody(tr, tools, steps) {
-  const messages = [{ role: 'user', content: tr.task }];
-  for (const s of steps) {
-    const content = [];
-    if (s.text) content.push({ type: 'text', text: s.text });
-    for (const c of s.calls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: c.args });
-    messages.push({ role: 'assistant', content });
-    messages.push({
-      role: 'user',
-      content: s.calls.map(c => ({ type: 'tool_result', tool_use_id: c.id, content: c.text, ...(c.isError ? { is_error: true } : {}) })),
-    });
-  }
-  messages.push({ role: 'assistant', content: tr.answer });
-  messages.push({ role: 'user', content: tr.followUp });
-  return {
-    model: tr.anthropicModel,
-    max_tokens: tr.maxTokens,
-    system: tr.system,
-    messages,
-    tools: tools.map(t => ({ name: t.name, description: t.description, input_schema: cleanSchema(t.inputSchema) })),
-  };
-}
+// The bodies as recorded: the scripted model's side from the recorded bodies, the results of this run.
+const openaiBodyOf = (tr, tools, steps) => openaiBody({ ...tr, tools, steps, model: tr.openaiModel });
+const anthropicBodyOf = (tr, tools, steps) => anthropicBody({ ...tr, tools, steps, model: tr.anthropicModel, maxTokens: tr.maxTokens });
 
 // ------------------------------------------------------------------ compare
 // What depends on the time of the run: Playwright MCP 0.0.83 names the files it writes by the time.
@@ -481,7 +295,6 @@ function readArtifacts(dir) {
 }
 
 // --------------------------------------------------------------------- main
-const jsonText = v => JSON.stringify(v, null, 2) + '\n';
 
 async function runSession(opts, session, outDir) {
   const fromDir = path.join(opts.from, opts.server);
@@ -497,7 +310,7 @@ async function runSession(opts, session, outDir) {
     try {
       r = await replay(opts, oldLog);
     } catch (e) {
-      if (e.partialLog) fs.writeFileSync(path.join(outDir, `${session}.FAILED.mcp.jsonl`), e.partialLog.map(x => JSON.stringify(x)).join('\n') + '\n');
+      if (e.partialLog) fs.writeFileSync(path.join(outDir, `${session}.FAILED.mcp.jsonl`), logText(e.partialLog));
       throw e;
     }
     ({ log, artifacts, work, stderr, shown } = r);
@@ -510,12 +323,12 @@ async function runSession(opts, session, outDir) {
   try {
     const steps = stepsWithResults(tr, log);
     const tools = toolsOf(log);
-    const oa = jsonText(openaiBody(tr, tools, steps));
-    const an = jsonText(anthropicBody(tr, tools, steps));
+    const oa = jsonText(openaiBodyOf(tr, tools, steps));
+    const an = jsonText(anthropicBodyOf(tr, tools, steps));
     fs.writeFileSync(files.openai, oa);
     fs.writeFileSync(files.anthropic, an);
     if (!opts.rebuild) {
-      fs.writeFileSync(files.mcp, log.map(e => JSON.stringify(e)).join('\n') + '\n');
+      fs.writeFileSync(files.mcp, logText(log));
       const dest = path.join(outDir, `${session}.artifacts`);
       fs.rmSync(dest, { recursive: true, force: true });
       if (artifacts.length) fs.cpSync(work, dest, { recursive: true });
