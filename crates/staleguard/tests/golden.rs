@@ -154,15 +154,41 @@ fn projections(body: &str, format: RequestFormat, config: &Config) -> Vec<(&'sta
     ]
 }
 
+/// Every output's digest. The bodies are shared out among the machine's cores: this is the
+/// longest test of the suite, and cargo runs test binaries one after another.
 fn current() -> BTreeMap<String, String> {
+    let bodies = bodies();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut digests = std::thread::scope(|scope| {
+        // Every n-th body to each: big recordings sit side by side in the sorted list.
+        let parts: Vec<_> = (0..threads)
+            .map(|first| {
+                let part: Vec<&PathBuf> = bodies.iter().skip(first).step_by(threads).collect();
+                scope.spawn(move || digests_of(&part))
+            })
+            .collect();
+        let mut all = BTreeMap::new();
+        for part in parts {
+            all.extend(part.join().expect("a digest thread"));
+        }
+        all
+    });
+    let big = bench_request::build_request();
+    for (run, text) in projections(&big, RequestFormat::OpenAiChat, &on()) {
+        digests.insert(format!("bench-10MB chat on {run}"), digest(&text));
+    }
+    digests
+}
+
+fn digests_of(paths: &[&PathBuf]) -> BTreeMap<String, String> {
     let mut digests = BTreeMap::new();
     let root = fixtures();
-    for path in bodies() {
+    for path in paths {
         let rel = path
             .strip_prefix(&root)
             .expect("a body under the fixture folder");
         let shown = rel.display();
-        for (format_name, format, body) in formats(&path) {
+        for (format_name, format, body) in formats(path) {
             for (config_name, config) in configs() {
                 for (run, text) in projections(&body, format, &config) {
                     let key = format!("{shown} {format_name} {config_name} {run}");
@@ -170,10 +196,6 @@ fn current() -> BTreeMap<String, String> {
                 }
             }
         }
-    }
-    let big = bench_request::build_request();
-    for (run, text) in projections(&big, RequestFormat::OpenAiChat, &on()) {
-        digests.insert(format!("bench-10MB chat on {run}"), digest(&text));
     }
     digests
 }
