@@ -61,10 +61,19 @@ pub(crate) fn lean_fold_history(lines: usize, bytes: usize, id: &str) -> String 
     )
 }
 
-/// A fold marker where the server's own tools read a part back.
-pub(crate) fn lean_fold_server(lines: usize, bytes: usize) -> String {
+/// A fold marker where the request offers the server's search in the page.
+pub(crate) fn lean_fold_find(lines: usize, bytes: usize) -> String {
     format!(
-        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. Read it with browser_find or a snapshot of this part.",
+        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. Read it with browser_find.",
+        folded_size(lines, bytes)
+    )
+}
+
+/// A fold marker where a snapshot again is the way back: the snapshot right after a lean
+/// page, of the page unchanged, is sent whole (SPEC 2, "Ask again, get it whole").
+pub(crate) fn lean_fold_again(lines: usize, bytes: usize) -> String {
+    format!(
+        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. The whole page: take a snapshot again.",
         folded_size(lines, bytes)
     )
 }

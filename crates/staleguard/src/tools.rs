@@ -46,10 +46,13 @@ pub(crate) fn is_own(name: &str) -> bool {
     bare_names(name).any(|n| n == HISTORY_TOOL)
 }
 
+/// Playwright MCP's search in the live page.
+pub(crate) const FIND_TOOL: &str = "browser_find";
+
 /// Playwright MCP's `browser_find`, behind any MCP prefix: a search in the page, a look
 /// that acts on nothing (SPEC 4).
 pub fn is_find(name: &str) -> bool {
-    bare_names(name).any(|n| n == "browser_find")
+    bare_names(name).any(|n| n == FIND_TOOL)
 }
 
 /// `browser_snapshot`, `take_snapshot` and the like, behind any MCP prefix: it only reads

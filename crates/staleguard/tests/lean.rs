@@ -410,3 +410,102 @@ fn a_question_asked_while_the_page_is_live_gets_quotes_from_its_folded_part() {
         lean_before
     );
 }
+
+/// `body` with its tools list kept only where `keep` says so.
+fn with_tools(body: &str, keep: impl Fn(&str) -> bool) -> String {
+    let mut v: Value = serde_json::from_str(body).expect("JSON");
+    let tools = v["tools"].as_array_mut().expect("a tools list");
+    tools.retain(|t| keep(t["function"]["name"].as_str().unwrap_or("")));
+    v.to_string()
+}
+
+fn first_marker(text: &str) -> String {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(LEAN_FOLD_TAG))
+        .expect("a marker")
+        .to_string()
+}
+
+#[test]
+fn a_marker_names_only_the_ways_back_the_request_offers() {
+    let (body, at) = rebase_page();
+    assert!(
+        body.contains("\"browser_find\""),
+        "the recording offers find"
+    );
+    let offered = content(project(&body, &lean()).body.as_str(), at);
+    let marker = first_marker(&offered);
+    assert!(marker.contains("browser_find"), "{marker}");
+    assert!(!marker.contains("browser_history"), "{marker}");
+    let without_find = with_tools(&body, |name| name != "browser_find");
+    let marker = first_marker(&content(project(&without_find, &lean()).body.as_str(), at));
+    assert!(!marker.contains("browser_find"), "{marker}");
+    assert!(marker.contains("take a snapshot again"), "{marker}");
+}
+
+/// `body` with one more browser call of `tool` whose result is `page`.
+fn and_then(body: &str, tool: &str, page: &str) -> String {
+    let mut v: Value = serde_json::from_str(body).expect("JSON");
+    let messages = v["messages"].as_array_mut().expect("messages");
+    let id = format!("call_again_{}", messages.len());
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": tool, "arguments": "{}"}}]}));
+    messages.push(json!({"role": "tool", "tool_call_id": id, "content": page}));
+    v.to_string()
+}
+
+#[test]
+fn a_snapshot_of_the_unchanged_page_right_after_its_lean_form_is_sent_whole() {
+    let (body, at) = rebase_page();
+    let whole = content(&body, at);
+    let guarded = Config {
+        guard_in_front: Some(true),
+        ..lean()
+    };
+    for config in [lean(), guarded] {
+        let first = project(&body, &config);
+        assert!(first
+            .report()
+            .results
+            .last()
+            .and_then(|r| r.folded)
+            .is_some());
+        // The model asks again: the same page comes back, and is sent as it came.
+        let again = and_then(&body, "browser_snapshot", &whole);
+        let projected = project(&again, &config);
+        let results = &projected.report().results;
+        let newest = results.last().expect("a result");
+        assert_eq!(newest.status, Status::Live);
+        assert!(newest.folded.is_none(), "{:?}", newest.folded);
+        assert_eq!(content(projected.body.as_str(), newest.message), whole);
+        // The lean form before it goes as any older page: collapsed, or waiting lean.
+        let before = &results[results.len() - 2];
+        assert!(matches!(before.status, Status::Collapsed | Status::Waiting));
+        // Projecting what was sent changes nothing.
+        let twice = project(projected.body.as_str(), &config);
+        assert_eq!(twice.body.as_str(), projected.body.as_str());
+        // Once more: the page right before was whole, so this one is lean again.
+        let third = and_then(&again, "browser_snapshot", &whole);
+        let projected = project(&third, &config);
+        let newest = projected.report().results.last().expect("a result");
+        assert!(newest.folded.is_some(), "lean again after a whole one");
+        let twice = project(projected.body.as_str(), &config);
+        assert_eq!(twice.body.as_str(), projected.body.as_str());
+    }
+}
+
+#[test]
+fn a_page_that_changed_since_its_lean_form_is_lean_again() {
+    let (body, at) = rebase_page();
+    let whole = content(&body, at);
+    // One paragraph of prose reads otherwise: another page to the fingerprint.
+    let line = whole
+        .lines()
+        .find(|l| l.trim_start().starts_with("- paragraph [ref=") && l.len() > 80)
+        .expect("a paragraph");
+    let changed = whole.replacen(line, &format!("{line} (edited)"), 1);
+    assert_ne!(changed, whole);
+    let projected = project(&and_then(&body, "browser_snapshot", &changed), &lean());
+    let newest = projected.report().results.last().expect("a result");
+    assert!(newest.folded.is_some(), "a changed page stays lean");
+}

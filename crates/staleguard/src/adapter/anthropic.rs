@@ -70,7 +70,7 @@ const ENVELOPE: tail::Envelope = tail::Envelope {
 fn tells(name: &str, raw: Option<&RawValue>) -> (Hints, usize) {
     let hints = Hints {
         has_system: name == "system" && raw.is_some(),
-        offers_history: match name {
+        offers: match name {
             "tools" => offers::in_tools(raw),
             _ => offers::in_system(raw),
         },
@@ -160,7 +160,7 @@ fn read_message<'a>(request: &mut WireRequest<'a>, index: usize, m: Message<'a>)
         Some("assistant") => Role::Assistant,
         Some("system") => {
             // Kept as it is; it may list the tools loaded on demand.
-            request.hints.offers_history |= offers::in_system(m.content);
+            request.hints.offers |= offers::in_system(m.content);
             return request.push(Item::Other);
         }
         _ => return request.push(Item::Other),

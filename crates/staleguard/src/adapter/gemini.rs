@@ -179,7 +179,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         has_input: envelope.input.is_some(),
         server_side_history: envelope.cached_content.is_some(),
-        offers_history: offers::in_body(body),
+        offers: offers::in_body(body),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
@@ -566,10 +566,10 @@ mod tests {
         let listed = body(
             "Deferred tools:\nmcp__playwright__browser_click\nmcp__playwright__browser_history",
         );
-        assert!(read(&listed).expect("reads").hints.offers_history);
+        assert!(read(&listed).expect("reads").hints.offers.history);
         let wrapped = format!(r#"{{"model":"m","project":"p","request":{listed}}}"#);
-        assert!(read(&wrapped).expect("reads").hints.offers_history);
+        assert!(read(&wrapped).expect("reads").hints.offers.history);
         let named = body("Use browser_history to read old pages.");
-        assert!(!read(&named).expect("reads").hints.offers_history);
+        assert!(!read(&named).expect("reads").hints.offers.history);
     }
 }

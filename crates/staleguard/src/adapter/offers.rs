@@ -1,6 +1,7 @@
-//! Whether a request offers the MCP guard's `browser_history` tool (SPEC 9, C5: a collapse
-//! may wait only where the guard stands between the model and the browser). A request offers
-//! it by declaring it among its tools (`name`, `function.name`, Gemini's
+//! Which ways back a request offers the model (SPEC 2, "The way back"): the MCP guard's
+//! `browser_history` tool (SPEC 9, C5: a collapse may wait only where the guard stands between
+//! the model and the browser), and Playwright MCP's `browser_find`. A request offers a tool
+//! by declaring it among its tools (`name`, `function.name`, Gemini's
 //! `functionDeclarations[].name`, the `tools[].name` of a Responses `namespace`, where Codex puts
 //! each MCP server's tools; Responses bodies also declare the tools a `tool_search_output` item
 //! loaded), or by naming it alone on a line of a system text, as
@@ -12,7 +13,43 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::tools::{is_own, HISTORY_TOOL};
+use crate::tools::{is_find, is_own, FIND_TOOL, HISTORY_TOOL};
+
+/// The ways back a request offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offered {
+    /// The MCP guard's `browser_history`: the guard stands between the model and the
+    /// browser.
+    pub history: bool,
+    /// The server's `browser_find`: a search in the live page.
+    pub find: bool,
+}
+
+impl Offered {
+    fn of(name: &str) -> Offered {
+        Offered {
+            history: is_own(name),
+            find: is_find(name),
+        }
+    }
+}
+
+impl std::ops::BitOr for Offered {
+    type Output = Offered;
+
+    fn bitor(self, other: Offered) -> Offered {
+        Offered {
+            history: self.history || other.history,
+            find: self.find || other.find,
+        }
+    }
+}
+
+impl std::ops::BitOrAssign for Offered {
+    fn bitor_assign(&mut self, other: Offered) {
+        *self = *self | other;
+    }
+}
 
 /// One declared tool, in any of the providers' shapes; every field optional.
 #[derive(Deserialize)]
@@ -40,12 +77,13 @@ struct Named<'a> {
     name: Option<Cow<'a, str>>,
 }
 
-/// A list of tools names the guard's history tool.
-pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
+/// The ways back a list of tools names.
+pub(super) fn in_tools(raw: Option<&RawValue>) -> Offered {
     let Some(Ok(tools)) = raw.map(|r| serde_json::from_str::<Vec<Declared<'_>>>(r.get())) else {
-        return false;
+        return Offered::default();
     };
-    tools.iter().any(|tool| {
+    let mut offered = Offered::default();
+    for tool in &tools {
         let namespace = tool
             .tools
             .filter(|_| tool.kind.as_deref() == Some("namespace"))
@@ -60,15 +98,18 @@ pub(super) fn in_tools(raw: Option<&RawValue>) -> bool {
             .name
             .iter()
             .chain(nested.filter_map(|n| n.name.as_ref()));
-        names.into_iter().any(|name| is_own(name))
-    })
+        for name in names {
+            offered |= Offered::of(name);
+        }
+    }
+    offered
 }
 
-/// The top-level `tools` (or Chat Completions' legacy `functions`, Gemini Code Assist's
-/// `request.tools`) name the history tool, or the Responses `instructions` or Gemini's
-/// `systemInstruction` list it. Read apart from the envelope, so that a body that gives a key
+/// The ways back the top-level `tools` (or Chat Completions' legacy `functions`, Gemini Code
+/// Assist's `request.tools`) name, or the Responses `instructions` or Gemini's
+/// `systemInstruction` list. Read apart from the envelope, so that a body that gives a key
 /// twice is read as it always was, and only when the body holds the name at all.
-pub(super) fn in_body(body: &str) -> bool {
+pub(super) fn in_body(body: &str) -> Offered {
     #[derive(Deserialize)]
     struct Declares<'a> {
         #[serde(borrow)]
@@ -82,23 +123,29 @@ pub(super) fn in_body(body: &str) -> bool {
         #[serde(borrow)]
         request: Option<&'a RawValue>,
     }
-    fn declares(body: &str, depth: u8) -> bool {
+    fn declares(body: &str, depth: u8) -> Offered {
         let Ok(d) = serde_json::from_str::<Declares<'_>>(body) else {
-            return false;
+            return Offered::default();
         };
-        let wrapped = || depth == 0 && d.request.is_some_and(|r| declares(r.get(), 1));
+        let wrapped = match d.request {
+            Some(r) if depth == 0 => declares(r.get(), 1),
+            _ => Offered::default(),
+        };
         in_tools(d.tools)
-            || in_tools(d.functions)
-            || in_system(d.instructions)
-            || in_content(d.system_instruction)
-            || wrapped()
+            | in_tools(d.functions)
+            | in_system(d.instructions)
+            | in_content(d.system_instruction)
+            | wrapped
     }
-    body.contains(HISTORY_TOOL) && declares(body, 0)
+    match body.contains(HISTORY_TOOL) || body.contains(FIND_TOOL) {
+        true => declares(body, 0),
+        false => Offered::default(),
+    }
 }
 
-/// A Gemini content (`{"parts": [{"text": ...}]}`, or a plain string) lists the history tool:
+/// The ways back a Gemini content (`{"parts": [{"text": ...}]}`, or a plain string) lists:
 /// Gemini's system text.
-fn in_content(raw: Option<&RawValue>) -> bool {
+fn in_content(raw: Option<&RawValue>) -> Offered {
     #[derive(Deserialize)]
     struct Content<'a> {
         #[serde(borrow)]
@@ -110,30 +157,34 @@ fn in_content(raw: Option<&RawValue>) -> bool {
     }
 }
 
-/// A system prompt (a string, or blocks with `text`) lists the history tool.
-pub(super) fn in_system(raw: Option<&RawValue>) -> bool {
+/// The ways back a system prompt (a string, or blocks with `text`) lists.
+pub(super) fn in_system(raw: Option<&RawValue>) -> Offered {
     #[derive(Deserialize)]
     struct Block<'a> {
         #[serde(borrow)]
         text: Option<Cow<'a, str>>,
     }
     let Some(raw) = raw else {
-        return false;
+        return Offered::default();
     };
     if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(raw.get()) {
         return in_text(&text);
     }
-    serde_json::from_str::<Vec<Block<'_>>>(raw.get())
-        .is_ok_and(|blocks| blocks.iter().filter_map(|b| b.text.as_deref()).any(in_text))
+    let blocks = serde_json::from_str::<Vec<Block<'_>>>(raw.get()).unwrap_or_default();
+    let texts = blocks.iter().filter_map(|b| b.text.as_deref());
+    texts.map(in_text).fold(Offered::default(), |a, b| a | b)
 }
 
-/// A line of `text` is the history tool's name and nothing else (a list item's marker
-/// aside).
-pub(super) fn in_text(text: &str) -> bool {
-    text.lines().any(|line| {
+/// The ways back `text` lists: a line that is a tool's name and nothing else (a list item's
+/// marker aside).
+pub(super) fn in_text(text: &str) -> Offered {
+    let names = text.lines().filter_map(|line| {
         let name = line.trim().trim_start_matches(['-', '*']).trim_start();
-        !name.contains(char::is_whitespace) && is_own(name)
-    })
+        (!name.contains(char::is_whitespace)).then_some(name)
+    });
+    names
+        .map(Offered::of)
+        .fold(Offered::default(), |a, b| a | b)
 }
 
 #[cfg(test)]
@@ -154,7 +205,7 @@ mod tests {
             r#"[{"type":"namespace","name":"mcp__playwright","tools":[{"type":"function","name":"browser_click"},{"type":"function","name":"browser_history"}]}]"#,
         ];
         for tools in offered {
-            assert!(in_tools(Some(&raw(tools))), "{tools}");
+            assert!(in_tools(Some(&raw(tools))).history, "{tools}");
         }
         let not = [
             r#"[{"name":"browser_click"},{"name":"browser_history_export"}]"#,
@@ -168,9 +219,9 @@ mod tests {
             "null",
         ];
         for tools in not {
-            assert!(!in_tools(Some(&raw(tools))), "{tools}");
+            assert!(!in_tools(Some(&raw(tools))).history, "{tools}");
         }
-        assert!(!in_tools(None));
+        assert!(!in_tools(None).history);
     }
 
     #[test]
@@ -187,7 +238,7 @@ mod tests {
             r#"{"model":"m","request":{"contents":[],"systemInstruction":"browser_history"}}"#,
         ];
         for body in offered {
-            assert!(in_body(body), "{body}");
+            assert!(in_body(body).history, "{body}");
         }
         let not = [
             // Named in a tool result only: page text offers nothing.
@@ -199,21 +250,41 @@ mod tests {
             r#"{"contents":[],"systemInstruction":{"role":"user","text":"browser_history"}}"#,
         ];
         for body in not {
-            assert!(!in_body(body), "{body}");
+            assert!(!in_body(body).history, "{body}");
         }
     }
 
     #[test]
     fn a_system_text_lists_it_alone_on_a_line() {
         let deferred = "The following deferred tools are now available:\nmcp__playwright__browser_click\nmcp__playwright__browser_history\nmcp__playwright__browser_hover";
-        assert!(in_text(deferred));
-        assert!(in_text("- browser_history"));
-        assert!(!in_text("Use browser_history to read old pages."));
-        assert!(!in_text("mcp__playwright__browser_history_export"));
+        assert!(in_text(deferred).history);
+        assert!(in_text("- browser_history").history);
+        assert!(!in_text("Use browser_history to read old pages.").history);
+        assert!(!in_text("mcp__playwright__browser_history_export").history);
         let blocks = serde_json::json!([{"type": "text", "text": deferred}]).to_string();
-        assert!(in_system(Some(&raw(&blocks))));
+        assert!(in_system(Some(&raw(&blocks))).history);
         let string = serde_json::to_string(deferred).expect("JSON string");
-        assert!(in_system(Some(&raw(&string))));
-        assert!(!in_system(Some(&raw("42"))));
+        assert!(in_system(Some(&raw(&string))).history);
+        assert!(!in_system(Some(&raw("42"))).history);
+    }
+
+    #[test]
+    fn the_servers_find_is_offered_as_the_history_is() {
+        let tools = r#"[{"name":"mcp__pw__browser_click"},{"name":"mcp__pw__browser_find"}]"#;
+        let offered = in_tools(Some(&raw(tools)));
+        assert_eq!((offered.history, offered.find), (false, true));
+        let body = r#"{"messages":[],"tools":[{"type":"function","function":{"name":"browser_find"}},{"type":"function","function":{"name":"browser_history"}}]}"#;
+        assert_eq!(
+            in_body(body),
+            Offered {
+                history: true,
+                find: true
+            }
+        );
+        assert!(in_text("Deferred tools:\nmcp__pw__browser_find").find);
+        assert!(!in_text("Use browser_find to search.").find);
+        let named_in_a_result =
+            r#"{"messages":[{"role":"tool","content":"browser_find"}],"tools":[]}"#;
+        assert_eq!(in_body(named_in_a_result), Offered::default());
     }
 }

@@ -170,7 +170,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         request.note_key(name, seen, tells);
     }
     // `tools` is no key of the envelope: a body that gives it twice is read as it always was.
-    request.hints.offers_history |= offers::in_body(body);
+    request.hints.offers |= offers::in_body(body);
     Ok(request)
 }
 
@@ -238,7 +238,9 @@ fn read_assistant<'a>(request: &mut WireRequest<'a>, index: usize, m: &Message<'
 fn read_text<'a>(request: &mut WireRequest<'a>, role: Role, content: Option<&'a RawValue>) {
     if let Some(c) = content.and_then(|raw| content::read(raw, "text")) {
         // A system text may list the tools loaded on demand.
-        request.hints.offers_history |= role == Role::System && offers::in_text(&c.text);
+        if role == Role::System {
+            request.hints.offers |= offers::in_text(&c.text);
+        }
         request.push(Item::Text { role, text: c.text });
     }
 }

@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use super::content::{self, Content, Shape, Style};
 use super::format::RequestFormat;
 use super::lenient::{is_json_space, List, Located, Seen};
+use super::offers::Offered;
 use crate::transcript::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
 
@@ -40,9 +41,9 @@ pub struct Hints {
     /// `cachedContent`: earlier turns live on the server, and the request holds only the
     /// newest items.
     pub server_side_history: bool,
-    /// The request offers the MCP guard's `browser_history` tool: the guard stands between
-    /// the model and the browser (SPEC 9, C5).
-    pub offers_history: bool,
+    /// The ways back the request offers: the MCP guard's `browser_history` tool (the guard
+    /// stands between the model and the browser, SPEC 9, C5), the server's `browser_find`.
+    pub offers: Offered,
 }
 
 impl Hints {
@@ -55,7 +56,7 @@ impl Hints {
             wrapped_contents: self.wrapped_contents || other.wrapped_contents,
             has_system: self.has_system || other.has_system,
             has_anthropic_blocks: self.has_anthropic_blocks || other.has_anthropic_blocks,
-            offers_history: self.offers_history || other.offers_history,
+            offers: self.offers | other.offers,
             server_side_history: self.server_side_history || other.server_side_history,
         }
     }

@@ -64,7 +64,7 @@ pub(crate) fn read(body: &str) -> Result<WireRequest<'_>, Error> {
         has_messages: envelope.messages.is_some(),
         server_side_history: envelope.previous_response_id.is_some()
             || envelope.conversation.is_some(),
-        offers_history: offers::in_body(body),
+        offers: offers::in_body(body),
         ..Hints::default()
     };
     let mut request = WireRequest::new(body, hints);
@@ -93,7 +93,7 @@ fn read_item<'a>(request: &mut WireRequest<'a>, index: usize, item: InputItem<'a
         Some("tool_search_output") => {
             // The tools a client-side tool search loaded (Codex defers MCP tools behind one):
             // the agent's own declaration, as the top-level `tools` are.
-            request.hints.offers_history |= offers::in_tools(item.tools);
+            request.hints.offers |= offers::in_tools(item.tools);
             request.push(Item::Other)
         }
         _ => request.push(Item::Other),
@@ -121,7 +121,9 @@ fn read_message<'a>(request: &mut WireRequest<'a>, item: InputItem<'a>) {
     {
         Some(c) => {
             // A system text may list the tools loaded on demand.
-            request.hints.offers_history |= role == Role::System && offers::in_text(&c.text);
+            if role == Role::System {
+                request.hints.offers |= offers::in_text(&c.text);
+            }
             request.push(Item::Text { role, text: c.text })
         }
         None => request.push(Item::Other),
@@ -172,8 +174,8 @@ mod tests {
             )
         };
         let offered = output("browser_history");
-        assert!(read(&offered).expect("reads").hints.offers_history);
+        assert!(read(&offered).expect("reads").hints.offers.history);
         let not = output("browser_click");
-        assert!(!read(&not).expect("reads").hints.offers_history);
+        assert!(!read(&not).expect("reads").hints.offers.history);
     }
 }

@@ -68,6 +68,20 @@ impl Line<'_> {
     }
 }
 
+/// Whether `text` is a lean form already: a fold marker stands on a line of its own inside
+/// its tree, where no page text can print one.
+pub(super) fn is_lean(text: &str) -> bool {
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("```") {
+            inside = !inside && line == "```yaml";
+        } else if inside && line.starts_with(texts::LEAN_FOLD_TAG) {
+            return true;
+        }
+    }
+    false
+}
+
 /// The page's lines, with the tree inside its ```yaml fences parsed; `None` when it has no
 /// tree or is already lean.
 pub(super) fn parse(text: &str) -> Option<Vec<Line<'_>>> {

@@ -43,6 +43,8 @@ pub(crate) struct Options {
     pub(crate) min_bytes: usize,
     /// The guard stands in front: a folded part is read back by the page's ID.
     pub(crate) guard: bool,
+    /// The request offers the server's `browser_find`, which reads a folded part back.
+    pub(crate) find: bool,
     /// Bytes of a follow-up quote at most; `None`: evidence is off, no follow-up quotes.
     pub(crate) quote_bytes: Option<usize>,
 }
@@ -57,11 +59,12 @@ pub(crate) fn add(
     plan: &mut Plan,
     options: Options,
 ) {
-    let Options {
-        min_bytes,
-        guard,
-        quote_bytes,
-    } = options;
+    let (min_bytes, quote_bytes) = (options.min_bytes, options.quote_bytes);
+    let looks = Looks {
+        transcript,
+        session,
+        options,
+    };
     for (i, step) in session.steps.iter().enumerate() {
         let shown = plan
             .results
@@ -70,13 +73,10 @@ pub(crate) fn add(
         let Some(header) = step.reading.header.as_ref().filter(|_| shown) else {
             continue;
         };
-        if !applies(header.format, header.kind) || step.partial || step.images > 0 {
+        if !has_lean_form(step) || looks.asks_again(i) {
             continue;
         }
-        let read_back = match guard {
-            true => ReadBack::History(&step.reading.id),
-            false => ReadBack::Server,
-        };
+        let read_back = options.read_back(step);
         let Some(lean) = kept(session.memo, transcript, step, read_back, min_bytes) else {
             continue;
         };
@@ -107,6 +107,94 @@ pub(crate) fn add(
             report.folded = Some(lean.folded);
         }
     }
+}
+
+impl Options {
+    /// How the model reads a folded part of `step` back, of the ways the request offers.
+    fn read_back<'s>(&self, step: &'s Step<'_>) -> ReadBack<'s> {
+        match (self.guard, self.find) {
+            (true, _) => ReadBack::History(&step.reading.id),
+            (false, true) => ReadBack::Find,
+            (false, false) => ReadBack::SnapshotAgain,
+        }
+    }
+}
+
+/// Whether `step` could be sent lean: a whole Playwright tree, not failed, with no images.
+fn has_lean_form(step: &Step<'_>) -> bool {
+    let header = step.reading.header.as_ref().filter(|_| !step.failed);
+    header.is_some_and(|h| applies(h.format, h.kind)) && !step.partial && step.images == 0
+}
+
+/// The pages of one request, as "Ask again, get it whole" (SPEC 2) looks back over them.
+#[derive(Clone, Copy)]
+struct Looks<'r, 't> {
+    transcript: &'r Transcript<'t>,
+    session: &'r Session<'t>,
+    options: Options,
+}
+
+/// A run of the same page asked for again and again alternates: lean, whole, lean... A run
+/// is followed back this far at most, so the decision costs the same in any session.
+const MAX_RUN: usize = 32;
+
+impl Looks<'_, '_> {
+    /// Step `i` shows the page of the browser result right before it, unchanged (the same
+    /// tree, refs aside), and that one was sent lean: the model asked for the page again, so
+    /// it gets it whole. Decided from the transcript up to step `i` alone, so the answer
+    /// stays the same on every later turn (SPEC 9, C1).
+    fn asks_again(self, i: usize) -> bool {
+        let Some(before) = i.checked_sub(1).and_then(|j| self.session.steps.get(j)) else {
+            return false;
+        };
+        projected(before) || (same_page(self.session, i) && self.sent_lean(i - 1))
+    }
+
+    /// Whether step `j` was sent lean while it was the newest page: it has a lean form and
+    /// was no second look at a lean page.
+    fn sent_lean(self, j: usize) -> bool {
+        let mut start = j;
+        while start > 0 && j - start < MAX_RUN && same_page(self.session, start) {
+            start -= 1;
+        }
+        let mut lean_before = false;
+        for k in start..=j {
+            let asked_again = k > start && lean_before;
+            lean_before = !asked_again && self.has_kept_form(k);
+        }
+        lean_before
+    }
+
+    /// Step `k` has a lean form worth sending.
+    fn has_kept_form(self, k: usize) -> bool {
+        let step = &self.session.steps[k];
+        let read_back = self.options.read_back(step);
+        let (memo, min_bytes) = (self.session.memo, self.options.min_bytes);
+        let lean = kept(memo, self.transcript, step, read_back, min_bytes);
+        lean.is_some_and(|l| l.is_some())
+    }
+}
+
+/// The step is our own writing: a receipt, or a lean form (of a page whose collapse waits).
+/// Then the request was projected before, and the page after it went as it was sent: lean
+/// (its markers keep it so) or whole, which a page after one of ours only is when it was
+/// asked for again or has no lean form. Keeping it whole keeps projection idempotent.
+fn projected(step: &Step<'_>) -> bool {
+    step.reading.collapsed || lines::is_lean(step.text)
+}
+
+/// Step `i` shows the page of the step before it unchanged, and both could be sent lean.
+fn same_page(session: &Session<'_>, i: usize) -> bool {
+    let (Some(before), Some(step)) = (session.steps.get(i.wrapping_sub(1)), session.steps.get(i))
+    else {
+        return false;
+    };
+    if !has_lean_form(before) || !has_lean_form(step) {
+        return false;
+    }
+    let (now, then) = (step.tree(), before.tree());
+    let url = |s: &Step<'_>| s.reading.header.as_ref().and_then(|h| h.url.clone());
+    now.has_tree && then.has_tree && now.digest == then.digest && url(step) == url(before)
 }
 
 /// The user's messages after step `i` of `session` (a live page), each with the transcript
@@ -155,8 +243,10 @@ fn kept(
         context.update(&[0]);
     }
     context.update(&model_hash(transcript, asked, step.item).to_le_bytes());
-    if let ReadBack::History(id) = read_back {
-        context.update(id.as_bytes());
+    match read_back {
+        ReadBack::History(id) => context.update(id.as_bytes()),
+        ReadBack::Find => context.update(&[1]),
+        ReadBack::SnapshotAgain => context.update(&[2]),
     }
     context.update(&min_bytes.to_le_bytes());
     let render = || {
@@ -280,7 +370,7 @@ mod tests {
             model: &model,
             url: "http://a.test/",
         };
-        lean(text, &query, ReadBack::Server, 1).expect("a lean form")
+        lean(text, &query, ReadBack::SnapshotAgain, 1).expect("a lean form")
     }
 
     fn prose(n: usize) -> String {
@@ -343,6 +433,6 @@ mod tests {
             model: &model,
             url: "",
         };
-        assert_eq!(lean(&once.text, &query, ReadBack::Server, 1), None);
+        assert_eq!(lean(&once.text, &query, ReadBack::SnapshotAgain, 1), None);
     }
 }

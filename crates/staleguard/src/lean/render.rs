@@ -28,8 +28,11 @@ pub(crate) struct Lean {
 pub(crate) enum ReadBack<'a> {
     /// The guard's `browser_history`, by the observation's ID.
     History(&'a str),
-    /// The server's own tools: a search, or a snapshot of part of the page.
-    Server,
+    /// The server's `browser_find`, a search in the live page.
+    Find,
+    /// A snapshot again, which sends the unchanged page whole (SPEC 2, "Ask again, get it
+    /// whole"): the way back every request offers.
+    SnapshotAgain,
 }
 
 /// A run of foldable lines under this many bytes is kept as it is: its marker would cost
@@ -205,7 +208,8 @@ pub(super) fn marker(lines: usize, bytes: usize, read_back: ReadBack<'_>, first:
     match read_back {
         _ if !first => texts::lean_fold(lines, bytes),
         ReadBack::History(id) => texts::lean_fold_history(lines, bytes, id),
-        ReadBack::Server => texts::lean_fold_server(lines, bytes),
+        ReadBack::Find => texts::lean_fold_find(lines, bytes),
+        ReadBack::SnapshotAgain => texts::lean_fold_again(lines, bytes),
     }
 }
 

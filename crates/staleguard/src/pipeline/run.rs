@@ -115,6 +115,7 @@ pub(crate) fn project(
         let options = crate::lean::Options {
             min_bytes: config.lean_min_bytes,
             guard: waits,
+            find: request.hints.offers.find,
             quote_bytes: config
                 .evidence_on()
                 .then_some(config.evidence_max_quote_bytes),
@@ -158,7 +159,7 @@ pub(crate) fn project(
 fn guard_in_front(request: &WireRequest<'_>, config: &Config) -> bool {
     config
         .guard_in_front
-        .unwrap_or(request.hints.offers_history)
+        .unwrap_or(request.hints.offers.history)
 }
 
 /// What collapses: every older observation at once, or, where collapses may wait, as the
