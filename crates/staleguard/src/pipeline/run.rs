@@ -88,7 +88,7 @@ pub(crate) fn project(
     let notice_written = start
         .base()
         .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
-    let waits = guard_in_front(&request, job.config);
+    let waits = stages::guard_in_front(&request, job.config);
     // A waiting collapse rewrites what a checkpoint froze, and a tail that names the history
     // tool may belong to a request that offers it before the tail: a whole read decides.
     let named = || body.contains(crate::tools::HISTORY_TOOL);
@@ -152,14 +152,6 @@ pub(crate) fn project(
         breakpoint,
         resumed: start.base().is_some(),
     }))
-}
-
-/// Whether the MCP guard stands between the model and the browser, so that collapses may
-/// wait (SPEC 9, C5): as the config says, else as the request's tools say.
-fn guard_in_front(request: &WireRequest<'_>, config: &Config) -> bool {
-    config
-        .guard_in_front
-        .unwrap_or(request.hints.offers.history)
 }
 
 /// What collapses: every older observation at once, or, where collapses may wait, as the

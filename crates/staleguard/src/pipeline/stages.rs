@@ -1,5 +1,6 @@
-//! The stages every projection runs, one function each: how far results are read, where
-//! the frozen history ends, progress replayed, guidance added, evidence chosen and written.
+//! The stages every projection runs, one function each: how far results are read, whether
+//! collapses may wait, where the frozen history ends, progress replayed, guidance added,
+//! evidence chosen and written.
 //! [`run`](super::run) calls them in order, from the first message or from a checkpoint.
 
 use crate::adapter::WireRequest;
@@ -19,6 +20,14 @@ pub(crate) fn depth(config: &Config, verdicts: bool) -> Depth {
     } else {
         Depth::Header
     }
+}
+
+/// Whether the MCP guard stands between the model and the browser, so that collapses may
+/// wait (SPEC 9, C5): as the config says, else as the request's tools say.
+pub(crate) fn guard_in_front(request: &WireRequest<'_>, config: &Config) -> bool {
+    config
+        .guard_in_front
+        .unwrap_or(request.hints.offers.history)
 }
 
 /// The transcript item where the content that stays frozen from this request to the next
