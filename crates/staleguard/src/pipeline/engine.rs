@@ -14,7 +14,7 @@ use crate::tools::BrowserTools;
 use super::checkpoint::{self, Parts};
 use super::options::Options;
 use super::output::Projection;
-use super::run::{self, Job, Start};
+use super::run::{self, Job};
 
 /// A [`Config`] with what it compiles kept: a host that projects many requests under one
 /// config (the proxy, the MCP guard) builds one engine and calls it for each.
@@ -81,13 +81,7 @@ impl Engine {
             memo,
             keep: keep.map(|(_, context)| context),
         };
-        let projected = run::project(body, format, Start::Fresh, &job)?;
-        // A run from the first message always answers; the error keeps that a fact of the
-        // types, not a panic.
-        projected.ok_or_else(|| Error::Shape {
-            format: format.name(),
-            reason: "the projection stopped before its end".into(),
-        })
+        run::fresh(body, format, &job)
     }
 
     /// [`project`](Self::project), only when the body, given as its byte parts in order (a
@@ -201,7 +195,7 @@ impl Engine {
             memo,
             keep: Some(found.context()),
         };
-        let projected = run::project(tail, format, Start::From(found), &job).ok()??;
+        let projected = run::resumed(tail, format, found, &job)?;
         memo.count_resumed();
         Some(projected)
     }

@@ -2,9 +2,9 @@
 //!
 //! The wire adapter reads the body into a neutral transcript; [`Session::read`] reads every
 //! browser result once; projection, progress, evidence and (on demand) the guard read the
-//! session; their edits go back through the adapter. [`run`] is the one stage sequence,
-//! from the first message or from a checkpoint ([`checkpoint`]) an earlier turn of the same
-//! session left in the memo ([`resume`]). [`engine`] holds the doors.
+//! session; their edits go back through the adapter. [`run`] drives the stages, from the
+//! first message or from a checkpoint ([`checkpoint`]) an earlier turn of the same session
+//! left in the memo ([`resume`]). [`engine`] holds the doors.
 //!
 //! [`Session::read`]: crate::session::Session::read
 

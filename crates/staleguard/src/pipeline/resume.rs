@@ -16,13 +16,14 @@
 //!   message up to `o` too (a hash of what the analyses read of them).
 //!
 //! Whatever the new messages would change before the resume point makes the request go
-//! the whole way: see `run.rs`.
+//! the whole way: [`resumable`] lists what is seen from the tail as read, and
+//! `run::resumed` the rest.
 
 use std::sync::Arc;
 
-use crate::adapter::{Breakpoint, ResumeAt, WireRequest};
+use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
 use crate::body::Body;
-use crate::config::Config;
+use crate::config::{Config, LivePage};
 use crate::evidence::{Block, EvidenceReport, Quote, Written};
 use crate::memo::Memo;
 use crate::progress::Tracker;
@@ -31,7 +32,7 @@ use crate::session::Session;
 use crate::transcript::{Edit, Item, Role, Transcript};
 
 use super::checkpoint::{self, Checkpoint, EditGroup, Shared};
-use super::stages::{frozen_end, written_report, WrittenEvidence};
+use super::stages::{frozen_end, guard_in_front, written_report, WrittenEvidence};
 
 /// Where a request's checkpoint is cut.
 pub(crate) struct Cut {
@@ -370,11 +371,27 @@ fn evidence_before(written: &Written, item: usize) -> (BlockQuotes, BlockQuotes,
     )
 }
 
-/// True when a request whose tail from `base`'s resume point on was read as `request`, with
-/// `session`, goes on from the checkpoint as a whole read would: the items of the
-/// checkpoint's message read the same, every result pairs with a call read again, the live
-/// page state is read again, and no user message after the checkpoint asks about pages.
-pub(crate) fn continues(
+/// The tail of a body from `base`'s resume point on, read as a whole read would read it
+/// (`None` when it cannot be), with what the model wrote before the resume point given back:
+/// it weighs the tail's quotes.
+pub(crate) fn read_tail<'t>(
+    tail: &'t str,
+    format: RequestFormat,
+    base: &Checkpoint,
+) -> Option<WireRequest<'t>> {
+    let mut request = read_request_from(tail, format, &base.resume.moved_to_start())?;
+    for (item, text) in &base.model_before {
+        request.restore_model_text(*item, text);
+    }
+    Some(request)
+}
+
+/// Whether a tail from `base`'s resume point on, read as `request` with `session`, can be
+/// projected from `base` as a whole read would project the whole body. Each reason it
+/// cannot is a line below: the answer would hang on something before the resume point that
+/// `base` does not keep, so the request goes the whole way.
+pub(crate) fn resumable(
+    tail: &str,
     request: &WireRequest<'_>,
     session: &Session<'_>,
     base: &Checkpoint,
@@ -382,11 +399,26 @@ pub(crate) fn continues(
 ) -> bool {
     let transcript = request.transcript();
     let items = base.hashed_item..base.chosen_until + 1;
-    items_hash(transcript, items) == base.items
-        && session.unpaired == 0
+    // A lean page weighs its prose against the user's words before it.
+    config.live_page != LivePage::Lean
+        // A waiting collapse rewrites what a checkpoint froze (SPEC 9, C5), and a tail that
+        // names the history tool may belong to a request that offers it before the tail.
+        && !guard_in_front(request, config)
+        && !tail.contains(crate::tools::HISTORY_TOOL)
+        // Progress and evidence go on from the tracker and the choice `base` kept, which it
+        // kept when they are on.
+        && base.tracker.is_some() == config.progress_on()
+        && (base.choice.is_some() || !config.evidence_on())
+        // The items of `base`'s message up to its observation read the same, the tail
+        // has steps to go on from, and every result pairs with a call read again.
+        && items_hash(transcript, items) == base.items
         && !session.steps.is_empty()
+        && session.unpaired == 0
+        // A file read back may have been linked by a page before the resume point.
         && !reads_back(session)
+        // The live page state starts in the tail: else a page before it is live again.
         && live_after(session, base)
+        // A new question is answered from every collapsed page, which `base` does not keep.
         && !asks_later(transcript, base, config)
 }
 
@@ -497,14 +529,12 @@ impl ReportParts {
     }
 }
 
-/// The whole request's plan, in parts, and how many observations it collapses.
-pub(crate) fn merged_plan(
-    base: &Checkpoint,
-    plan: &Plan,
-    guidance: bool,
-    written: Option<&WrittenEvidence>,
-) -> (ReportParts, usize) {
-    let groups = edit_groups(&plan.edits, guidance, written.map(|w| &w.written));
+/// The whole request's plan, in parts, and how many observations it collapses, from what
+/// the tail's analyses left.
+pub(crate) fn merged_plan(base: &Checkpoint, parts: &Analysed<'_>) -> (ReportParts, usize) {
+    let plan = parts.report;
+    let written = parts.written.map(|w| &w.written);
+    let groups = edit_groups(&plan.edits, parts.guidance, written);
     let collapsed = base.collapsed + plan.collapsed();
     let parts = ReportParts {
         results: base.results.clone(),

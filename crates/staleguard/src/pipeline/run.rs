@@ -1,11 +1,12 @@
-//! The one stage sequence: read -> observe -> analyse -> render -> write, from the first
-//! message or from a checkpoint an earlier turn left ([`Start`]). Both starts run the same
-//! stages; where they differ (what is read, where the progress tracker and the evidence
-//! choice begin, how the plan is reported), the stage asks its `start`.
+//! The two ways a projection runs, each a short driver over the shared [`stages`], as
+//! ripgrep's searcher has one driver per way of reading: [`fresh`] reads the whole body
+//! from its first message; [`resumed`] reads only the tail after the checkpoint an earlier
+//! turn left ([`resume`]) and goes on from the state it kept, or gives up, and the caller
+//! goes the whole way. Where the two differ (what is read, where the progress tracker and
+//! the evidence choice begin, the breakpoint rule, how the body is written and the plan
+//! reported), each driver does its own.
 
-use std::sync::Arc;
-
-use crate::adapter::{read_request, read_request_from, Breakpoint, RequestFormat, WireRequest};
+use crate::adapter::{read_request, Breakpoint, RequestFormat, WireRequest};
 use crate::body::Body;
 use crate::config::{Config, LivePage};
 use crate::error::Error;
@@ -24,25 +25,6 @@ use super::options::Options;
 use super::output::{CallVerdict, Projection, Report};
 use super::resume::{self, Analysed, Cut};
 use super::stages::{self, WrittenEvidence};
-
-/// Where a projection starts.
-#[derive(Clone, Copy)]
-pub(crate) enum Start<'c> {
-    /// From the first message: the body is whole.
-    Fresh,
-    /// From a checkpoint: the body is given from the checkpoint's resume point on, and
-    /// nothing before it is read.
-    From(&'c Arc<Checkpoint>),
-}
-
-impl<'c> Start<'c> {
-    fn base(self) -> Option<&'c Checkpoint> {
-        match self {
-            Start::Fresh => None,
-            Start::From(base) => Some(base),
-        }
-    }
-}
 
 /// A projection job: what a projection runs with: the config, its browser tools, the host's options, the memo
 /// the session reads through, and the context a checkpoint for the next turn is kept under
@@ -67,178 +49,191 @@ struct Analyses {
     evidence: EvidenceReport,
 }
 
-/// Projects `body` from `start`. `Ok(None)` only from a checkpoint, when the tail cannot be
-/// projected as a whole read would project it: the caller then goes the whole way.
-pub(crate) fn project(
-    body: &str,
-    format: RequestFormat,
-    start: Start<'_>,
-    job: &Job<'_>,
-) -> Result<Option<Projection>, Error> {
-    let Some((request, format, format_reason)) = read(body, format, start)? else {
-        return Ok(None);
-    };
-    let reader = Reader {
-        memo: job.memo,
-        depth: stages::depth(job.config, job.options.verdicts),
-    };
-    let mut session = Session::read(request.transcript(), job.tools, reader);
-    session.before = start.base().and_then(|base| base.before.clone());
-    // A resumed run's notice was written before the resume point if anything collapsed there.
-    let notice_written = start
-        .base()
-        .is_some_and(|base| base.results.iter().any(|r| r.status == Status::Collapsed));
-    let waits = stages::guard_in_front(&request, job.config);
-    // A waiting collapse rewrites what a checkpoint froze, and a tail that names the history
-    // tool may belong to a request that offers it before the tail: a whole read decides.
-    let named = || body.contains(crate::tools::HISTORY_TOOL);
-    // A lean page weighs its prose against the user's words before it, which a tail lacks.
-    let lean = job.config.live_page == LivePage::Lean;
-    if start.base().is_some() && (waits || lean || named()) {
-        return Ok(None);
-    }
-    let mut plan = plan(&request, &session, job.config, notice_written, waits);
-    if let Some(base) = start.base() {
-        if !resume::continues(&request, &session, base, job.config) {
-            return Ok(None);
+impl Analyses {
+    /// What they leave for the checkpoint of a request whose plan is `plan`.
+    fn left<'p>(&'p mut self, plan: &'p Plan) -> Analysed<'p> {
+        Analysed {
+            report: plan,
+            guidance: self.guidance,
+            written: self.written.as_ref(),
+            tracker: self.tracker.take(),
         }
     }
-    let cut = job
-        .keep
+}
+
+/// Projects `body`, read whole, from its first message.
+pub(crate) fn fresh(body: &str, format: RequestFormat, job: &Job<'_>) -> Result<Projection, Error> {
+    let (request, format, format_reason) = read_request(body, format)?;
+    let session = session(&request, job);
+    let waits = stages::guard_in_front(&request, job.config);
+    let mut plan = plan(&request, &session, job.config, waits);
+    // A later turn never resumes where collapses may wait or the live page is lean
+    // (`resume::resumable`): no checkpoint is kept for it.
+    let lean = job.config.live_page == LivePage::Lean;
+    let cut = (job.keep)
         .filter(|_| !waits && !lean)
         .and_then(|_| Cut::of(&request, &session, &plan));
-    let Some(mut found) = analyse(&request, &session, &mut plan, start, cut.as_ref(), job) else {
-        return Ok(None);
-    };
+    let mut found = fresh_analyses(&request, &session, &mut plan, cut.as_ref(), job);
     if lean {
-        let config = job.config;
-        let options = crate::lean::Options {
-            min_bytes: config.lean_min_bytes,
-            guard: waits,
-            find: request.hints.offers.find,
-            quote_bytes: config
-                .evidence_on()
-                .then_some(config.evidence_max_quote_bytes),
-        };
-        crate::lean::add(request.transcript(), &session, &mut plan, options);
+        add_lean(&request, &session, &mut plan, job.config, waits);
     }
-    let Some(breakpoint) = breakpoint(&request, &session, &plan, format, start) else {
-        return Ok(None);
-    };
-    let (guidance, written) = (found.guidance, found.written.as_ref());
-    let report = start
-        .base()
-        .map(|base| resume::merged_plan(base, &plan, guidance, written));
-    let parts = Analysed {
-        report: &plan,
-        guidance,
-        written,
-        tracker: found.tracker.take(),
-    };
-    let body = write(body, &request, breakpoint, cut, parts, start, job);
-    let report = match report {
-        None => Report::whole(plan),
-        Some((parts, collapsed)) => Report::in_parts(parts, collapsed),
-    };
-    Ok(Some(Projection {
+    let breakpoint = breakpoint(&request, &session, &plan, format);
+    let body = write(
+        body,
+        &request,
+        breakpoint,
+        cut,
+        found.left(&plan),
+        None,
+        job,
+    );
+    Ok(Projection {
         body,
         format,
         format_reason,
-        report,
+        report: Report::whole(plan),
         evidence: found.evidence,
         server_side_history: request.hints.server_side_history,
         progress: found.progress,
         verdicts: found.verdicts,
         breakpoint,
-        resumed: start.base().is_some(),
-    }))
+        resumed: false,
+    })
+}
+
+/// Projects `tail`, the bytes of a body from checkpoint `base`'s resume point on, as a
+/// whole read would project the body. `None` sends the request the whole way, when the
+/// tail's answer would hang on something before the resume point that `base` does not keep:
+/// - the tail cannot be read from there as a whole read reads it ([`resume::read_tail`]);
+/// - [`resume::resumable`] says so, from the tail as read (most cases, decided early);
+/// - Anthropic: the tail has no place for the breakpoint a whole read puts before its
+///   frozen end;
+/// - guidance is due and no result of the tail can carry it, or a cap drops a quote
+///   written before the resume point ([`resumed_analyses`]).
+pub(crate) fn resumed(
+    tail: &str,
+    format: RequestFormat,
+    base: &Checkpoint,
+    job: &Job<'_>,
+) -> Option<Projection> {
+    let request = resume::read_tail(tail, format, base)?;
+    let mut session = session(&request, job);
+    session.before = base.before.clone();
+    if !resume::resumable(tail, &request, &session, base, job.config) {
+        return None;
+    }
+    let mut plan = tail_plan(&session, base, job.config);
+    let breakpoint = breakpoint(&request, &session, &plan, format);
+    if format == RequestFormat::Anthropic && breakpoint.is_none() {
+        return None;
+    }
+    let cut = job.keep.and_then(|_| Cut::of(&request, &session, &plan));
+    let mut found = resumed_analyses(&request, &session, &mut plan, base, cut.as_ref(), job)?;
+    let parts = found.left(&plan);
+    let (report, collapsed) = resume::merged_plan(base, &parts);
+    let body = write(tail, &request, breakpoint, cut, parts, Some(base), job);
+    Some(Projection {
+        body,
+        format,
+        format_reason: "given",
+        report: Report::in_parts(report, collapsed),
+        evidence: found.evidence,
+        server_side_history: request.hints.server_side_history,
+        progress: found.progress,
+        verdicts: found.verdicts,
+        breakpoint,
+        resumed: true,
+    })
+}
+
+/// The session of `request`, read through the job's memo as deep as its analyses need.
+fn session<'t>(request: &'t WireRequest<'_>, job: &Job<'t>) -> Session<'t> {
+    let reader = Reader {
+        memo: job.memo,
+        depth: stages::depth(job.config, job.options.verdicts),
+    };
+    Session::read(request.transcript(), job.tools, reader)
 }
 
 /// What collapses: every older observation at once, or, where collapses may wait, as the
 /// turn-by-turn schedule says.
-fn plan(
-    request: &WireRequest<'_>,
-    session: &Session<'_>,
-    config: &Config,
-    notice_written: bool,
-    waits: bool,
-) -> Plan {
+fn plan(request: &WireRequest<'_>, session: &Session<'_>, config: &Config, waits: bool) -> Plan {
     let max = config.receipt_max_bytes;
     if !waits {
-        return projection::plan(session, max, notice_written);
+        return projection::plan(session, max, false);
     }
     let schedule = waiting::schedule(request.transcript(), session, max);
-    let mut plan = projection::plan_waiting(session, max, notice_written, &schedule.collapsed_at);
+    let mut plan = projection::plan_waiting(session, max, false, &schedule.collapsed_at);
     plan.batch = schedule.batch;
     plan
 }
 
-/// The request, the format it was read as and why; `None` when a tail cannot be read as a
-/// whole read would read it.
-fn read<'b>(
-    body: &'b str,
-    format: RequestFormat,
-    start: Start<'_>,
-) -> Result<Option<(WireRequest<'b>, RequestFormat, &'static str)>, Error> {
-    match start {
-        Start::Fresh => read_request(body, format).map(Some),
-        Start::From(base) => {
-            let request = read_request_from(body, format, &base.resume.moved_to_start());
-            Ok(request.map(|mut r| {
-                // What the model wrote before the resume point weighs the tail's quotes.
-                for (item, text) in &base.model_before {
-                    r.restore_model_text(*item, text);
-                }
-                (r, format, "given")
-            }))
-        }
-    }
+/// What collapses in a tail: every older observation at once (a tail never waits:
+/// `resume::resumable`), without the stale notice when it was written before the resume
+/// point, where anything collapsed.
+fn tail_plan(session: &Session<'_>, base: &Checkpoint, config: &Config) -> Plan {
+    let notice_written = base.results.iter().any(|r| r.status == Status::Collapsed);
+    projection::plan(session, config.receipt_max_bytes, notice_written)
 }
 
-/// Progress, guidance and evidence; `None` when a tail's analyses cannot go on from where
-/// its checkpoint left them.
-fn analyse(
+/// Progress, guidance and evidence, from the first message.
+fn fresh_analyses(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
-    start: Start<'_>,
     cut: Option<&Cut>,
     job: &Job<'_>,
-) -> Option<Analyses> {
-    let config = job.config;
-    let snapshot = cut.map(|c| c.resume.item);
-    let (progress, verdicts, tracker) = match start.base() {
-        None => fresh_progress(session, job, snapshot),
-        Some(base) => {
-            let (progress, tracker) = resumed_progress(session, base, config, snapshot)?;
-            (progress, Vec::new(), tracker)
-        }
-    };
+) -> Analyses {
+    let (progress, verdicts, tracker) = fresh_progress(session, job, cut.map(|c| c.resume.item));
     // Guidance and evidence ride on the newest non-failed browser result of the live state.
     let target = evidence::target(session, plan);
-    let mut guidance = false;
-    if let (true, Some(progress)) = (config.progress_on(), &progress) {
-        match target {
-            Some(target) => guidance = stages::add_guidance(progress, target, plan),
-            None if start.base().is_some() => return None,
-            None => {}
+    let guidance = match (&progress, target) {
+        (Some(progress), Some(target)) if job.config.progress_on() => {
+            stages::add_guidance(progress, target, plan)
         }
-    }
-    let (evidence, written) = match start.base() {
-        None => fresh_evidence(request, session, plan, job, cut, target),
-        Some(_) if !config.evidence_on() => (EvidenceReport::default(), None),
-        Some(base) => {
-            let written = resume::choose(request, session, plan, base, cut)?;
-            (resume::merged_evidence(base, Some(&written)), Some(written))
-        }
+        _ => false,
     };
-    Some(Analyses {
+    let (evidence, written) = fresh_evidence(request, session, plan, job, cut, target);
+    Analyses {
         progress,
         verdicts,
         tracker,
         guidance,
         written,
         evidence,
+    }
+}
+
+/// Progress, guidance and evidence, from where `base` left them; `None` when guidance is
+/// due and no result of the tail can carry it, or when a cap drops a quote written before
+/// the resume point ([`resume::choose`]).
+fn resumed_analyses(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    base: &Checkpoint,
+    cut: Option<&Cut>,
+    job: &Job<'_>,
+) -> Option<Analyses> {
+    let (progress, tracker) = resumed_progress(session, base, cut.map(|c| c.resume.item));
+    let guidance = match &progress {
+        // Guidance rides on the newest result that did not fail: when none of the tail's
+        // did, a whole read may find one before the resume point.
+        Some(progress) => stages::add_guidance(progress, evidence::target(session, plan)?, plan),
+        None => false,
+    };
+    let written = if job.config.evidence_on() {
+        Some(resume::choose(request, session, plan, base, cut)?)
+    } else {
+        None
+    };
+    Some(Analyses {
+        progress,
+        verdicts: Vec::new(),
+        tracker,
+        guidance,
+        evidence: resume::merged_evidence(base, written.as_ref()),
+        written,
     })
 }
 
@@ -275,21 +270,19 @@ fn fresh_progress(
     (Some(progress), Vec::new(), snapshot)
 }
 
-/// Progress from the tracker a checkpoint kept; `None` when it kept none and progress is
-/// on, or one and progress is off.
+/// Progress from the tracker `base` kept (it kept one exactly when progress is tracked:
+/// `resume::resumable`); with `snapshot`, also the tracker before transcript item
+/// `snapshot`.
 fn resumed_progress(
     session: &Session<'_>,
     base: &Checkpoint,
-    config: &Config,
     snapshot: Option<usize>,
-) -> Option<(Option<Progress>, Option<Tracker>)> {
-    let tracker = match (&base.tracker, config.progress_on()) {
-        (Some(t), true) => t.clone(),
-        (None, false) => return Some((None, None)),
-        _ => return None,
+) -> (Option<Progress>, Option<Tracker>) {
+    let Some(tracker) = base.tracker.clone() else {
+        return (None, None);
     };
     let (progress, kept) = stages::track(session, tracker, base.resume.item, snapshot);
-    Some((Some(progress), kept))
+    (Some(progress), kept)
 }
 
 /// The evidence of a request read from its first message: the quotes of collapsed pages,
@@ -321,37 +314,51 @@ fn fresh_evidence(
     (evidence, written)
 }
 
-/// Anthropic requests: our `cache_control` breakpoint at the end of what stays frozen.
-/// `None` when a tail has no place for the one a whole read would give it.
+/// The lean form of the live page (SPEC 2), in place of what the page sent.
+fn add_lean(
+    request: &WireRequest<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    config: &Config,
+    waits: bool,
+) {
+    let options = crate::lean::Options {
+        min_bytes: config.lean_min_bytes,
+        guard: waits,
+        find: request.hints.offers.find,
+        quote_bytes: config
+            .evidence_on()
+            .then_some(config.evidence_max_quote_bytes),
+    };
+    crate::lean::add(request.transcript(), session, plan, options);
+}
+
+/// Anthropic requests: our `cache_control` breakpoint at the end of what stays frozen, when
+/// there is a place for one.
 fn breakpoint(
     request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &Plan,
     format: RequestFormat,
-    start: Start<'_>,
-) -> Option<Option<Breakpoint>> {
+) -> Option<Breakpoint> {
     if format != RequestFormat::Anthropic {
-        return Some(None);
+        return None;
     }
-    let end = stages::frozen_end(session, plan);
-    match start {
-        Start::Fresh => Some(end.and_then(|item| request.breakpoint_before(item))),
-        Start::From(_) => Some(Some(request.breakpoint_before(end?)?)),
-    }
+    let end = stages::frozen_end(session, plan)?;
+    request.breakpoint_before(end)
 }
 
-/// The body to send: the request written with the plan's edits (after the checkpoint's
-/// bytes, from one), and a checkpoint kept at `cut` when one is kept.
+/// The body to send: the request written with the plan's edits (after `base`'s bytes, from
+/// one), and a checkpoint kept at `cut` when one is kept.
 fn write(
     body: &str,
     request: &WireRequest<'_>,
     breakpoint: Option<Breakpoint>,
     cut: Option<Cut>,
     parts: Analysed<'_>,
-    start: Start<'_>,
+    base: Option<&Checkpoint>,
     job: &Job<'_>,
 ) -> Body {
-    let base = start.base();
     match (cut, job.keep) {
         (Some(cut), Some(context)) => {
             let source = resume::Source {
@@ -363,15 +370,6 @@ fn write(
             };
             resume::write_and_keep(source, cut, parts, (job.memo, context))
         }
-        _ => {
-            let edits = &parts.report.edits;
-            match base {
-                None => request.write_with(edits, breakpoint).into(),
-                Some(base) => {
-                    let tail = request.write_from("", 0, edits, breakpoint, 0);
-                    resume::after_base(Some(base), tail.body)
-                }
-            }
-        }
+        _ => resume::after_base(base, request.write_with(&parts.report.edits, breakpoint)),
     }
 }

@@ -1,7 +1,8 @@
 //! The stages every projection runs, one function each: how far results are read, whether
 //! collapses may wait, where the frozen history ends, progress replayed, guidance added,
 //! evidence chosen and written.
-//! [`run`](super::run) calls them in order, from the first message or from a checkpoint.
+//! Both drivers in [`run`](super::run), from the first message and from a checkpoint, call
+//! them in order.
 
 use crate::adapter::WireRequest;
 use crate::config::Config;
