@@ -60,6 +60,14 @@ impl<T: ?Sized> Default for Shared<T> {
     }
 }
 
+impl<T: ?Sized> Shared<T> {
+    /// These parts, then those of `after`.
+    pub(crate) fn then(mut self, after: Shared<T>) -> Shared<T> {
+        self.parts.extend(after.parts);
+        self
+    }
+}
+
 impl Shared<str> {
     fn len(&self) -> usize {
         self.parts.iter().map(|p| p.len()).sum()
@@ -291,14 +299,15 @@ impl Checkpoints {
         }
     }
 
-    /// True when a checkpoint of the same first `hashed` bytes, whose hash is `hash`, is
-    /// kept under `context`.
-    pub(crate) fn has(&self, hash: u128, hashed: usize, context: u64) -> bool {
+    /// True when a checkpoint of the same first bytes as `like` (as many, hashed alike) is
+    /// kept under its context.
+    pub(crate) fn has(&self, like: &Checkpoint) -> bool {
         let Ok(kept) = self.kept.lock() else {
             return false;
         };
-        kept.iter()
-            .any(|(c, _)| c.hashed == hashed && c.context == context && c.hash == hash)
+        kept.iter().any(|(c, _)| {
+            c.hashed == like.hashed && c.context == like.context && c.hash == like.hash
+        })
     }
 
     /// Moves `found` to the newest place, where eviction reaches it last.

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use crate::adapter::{read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest};
+use crate::adapter::{read_request_from, RequestFormat, ResumeAt, SplitWrite, WireRequest};
 use crate::body::Body;
 use crate::config::{Config, LivePage};
 use crate::evidence::{Block, EvidenceReport, Quote, Written};
@@ -169,130 +169,119 @@ pub(crate) struct Analysed<'p> {
     pub(crate) tracker: Option<Tracker>,
 }
 
-/// What a run writes from: the body (its bytes from offset `origin` of the whole on: a tail
-/// when the run resumed), the request read from it, our breakpoint, and the checkpoint the
-/// run resumed from.
-pub(crate) struct Source<'s, 'b> {
-    pub(crate) body: &'s str,
-    pub(crate) origin: usize,
-    pub(crate) request: &'s WireRequest<'b>,
-    pub(crate) breakpoint: Option<Breakpoint>,
-    pub(crate) base: Option<&'s Checkpoint>,
-}
-
-/// Writes the request with the plan's edits, from the base's resume point on when there is a
-/// base, and keeps a checkpoint at `cut` built on it, in `memo` under `context`.
-pub(crate) fn write_and_keep(
-    source: Source<'_, '_>,
+/// Keeps in `memo`, under `context`, the checkpoint at `cut` of `body`, read from its first
+/// byte and written as `written`.
+pub(crate) fn keep_whole(
+    body: &str,
+    written: &SplitWrite,
     cut: Cut,
     parts: Analysed<'_>,
     (memo, context): (&Memo, u64),
-) -> Body {
-    let Source {
-        body,
-        origin,
-        request,
-        breakpoint,
-        base,
-    } = source;
-    let from = base.map_or(0, |b| b.resume.offset.saturating_sub(origin));
-    let edits = &parts.report.edits;
-    let mut tail = request.write_from("", from, edits, breakpoint, cut.resume.offset);
-    // The same bytes as the base's (the request repeats its turn): the base is the same
-    // checkpoint. Otherwise only the bytes after the base's are hashed.
-    let hashed = cut.hashed.offset + origin;
-    if base.is_some_and(|b| b.hashed == hashed) {
-        return after_base(base, std::mem::take(&mut tail.body));
-    }
-    let bytes = |range: std::ops::Range<usize>| {
-        body.as_bytes()
-            .get(range.start.checked_sub(origin)?..range.end.checked_sub(origin)?)
+) {
+    let end = cut.hashed.offset;
+    let Some(hashed) = body.as_bytes().get(..end) else {
+        return;
     };
-    let hasher = match base {
-        Some(b) if b.hashed < hashed => bytes(b.hashed..hashed).map(|after| {
-            let mut h = (*b.hasher).clone();
-            h.update(after);
-            h
-        }),
-        _ => bytes(0..hashed).map(|all| checkpoint::hasher(memo.seed(), all)),
-    };
-    // Without the bytes before `body` (a tail), no checkpoint can be hashed but from the
-    // base's: the next turn goes the whole way and keeps one.
-    let Some(hasher) = hasher else {
-        return after_base(base, std::mem::take(&mut tail.body));
-    };
-    let checkpoints = checkpoint::kept_in(memo);
-    if !checkpoints.has(hasher.digest128(), hashed, context) {
-        let kept = checkpoint_at((body, origin), &tail, base, cut, parts, context, hasher);
-        checkpoints.keep(kept, base);
-    }
-    after_base(base, std::mem::take(&mut tail.body))
+    let hasher = checkpoint::hasher(memo.seed(), hashed);
+    let bare = Checkpoint::bare(context, cut.resume.clone(), hashed, (hasher, end));
+    keep(memo, bare, None, |bare| own_part(bare, written, cut, parts));
 }
 
-/// The body: `base`'s projected bytes (shared, not copied), then `tail`.
-pub(crate) fn after_base(base: Option<&Checkpoint>, tail: String) -> Body {
-    match base {
-        Some(base) => Body::resumed(base.written.parts().to_vec(), tail),
-        None => tail.into(),
-    }
-}
-
-/// The checkpoint at `cut` of `body`, whose bytes after `base`'s resume point were written
-/// as `tail`.
-fn checkpoint_at(
-    (body, origin): (&str, usize),
-    tail: &crate::adapter::SplitWrite,
-    base: Option<&Checkpoint>,
+/// Keeps in `memo`, under `context`, the checkpoint at `cut` of `tail`, read from `base`'s
+/// resume point on and written as `written`: `base`'s parts, then the tail's own.
+pub(crate) fn keep_tail(
+    tail: &str,
+    base: &Checkpoint,
+    written: &SplitWrite,
     cut: Cut,
     parts: Analysed<'_>,
-    context: u64,
-    hasher: xxhash_rust::xxh3::Xxh3,
+    (memo, context): (&Memo, u64),
+) {
+    let (origin, end) = (base.resume.offset, cut.hashed.offset);
+    // Only the bytes after `base`'s are hashed, on from its hash. A cut at `base`'s is `base`
+    // (the request repeats its turn); one before it cannot be hashed without the bytes
+    // before the tail: the next turn goes the whole way and keeps one.
+    let after = (base.hashed.checked_sub(origin))
+        .filter(|&from| from < end)
+        .and_then(|from| tail.as_bytes().get(from..end));
+    let Some(after) = after else {
+        return;
+    };
+    let mut hasher = (*base.hasher).clone();
+    hasher.update(after);
+    let hashed = tail.as_bytes().get(..end).unwrap_or_default();
+    let resume = cut.resume.clone().moved(origin);
+    let bare = Checkpoint::bare(context, resume, hashed, (hasher, end + origin));
+    let build = |bare| on_base(own_part(bare, written, cut, parts), base);
+    keep(memo, bare, Some(base), build);
+}
+
+/// Keeps in `memo` the checkpoint that `build` makes of `bare`, in place of `replaces`,
+/// unless one of the same bytes is kept already.
+fn keep(
+    memo: &Memo,
+    bare: Checkpoint,
+    replaces: Option<&Checkpoint>,
+    build: impl FnOnce(Checkpoint) -> Checkpoint,
+) {
+    let checkpoints = checkpoint::kept_in(memo);
+    if !checkpoints.has(&bare) {
+        checkpoints.keep(build(bare), replaces);
+    }
+}
+
+/// The body of a tail: `base`'s projected bytes (shared, not copied), then `tail`.
+pub(crate) fn after_base(base: &Checkpoint, tail: String) -> Body {
+    Body::resumed(base.written.parts().to_vec(), tail)
+}
+
+/// `kept`, a bare checkpoint of a run's bytes, with what the run keeps at `cut`: its bytes
+/// before the resume point as written (`written`, without our breakpoint), the reports,
+/// edits and evidence before it, the evidence choice and the progress tracker.
+fn own_part(
+    mut kept: Checkpoint,
+    written: &SplitWrite,
+    cut: Cut,
+    parts: Analysed<'_>,
 ) -> Checkpoint {
-    let mut written = base.map_or_else(Default::default, |b| b.written.clone());
-    let mut own = tail.body[..tail.mark].to_string();
-    if let Some(at) = tail.breakpoint {
+    let mut own = written.body[..written.mark].to_string();
+    if let Some(at) = written.breakpoint {
         own.replace_range(at..at + crate::adapter::BREAKPOINT.len(), "");
     }
-    written.push(&own);
+    kept.written.push(&own);
     let resume_item = cut.resume.item;
-    let before = |item: usize| item < resume_item;
-    let hashed_bytes = body.as_bytes().get(..cut.hashed.offset).unwrap_or_default();
-    let hashed = (hasher, cut.hashed.offset + origin);
-    let mut kept = Checkpoint::bare(context, cut.resume.moved(origin), hashed_bytes, hashed);
-    kept.written = written;
+    plan_before(&mut kept, &parts, resume_item);
     kept.items = cut.items;
     kept.hashed_item = cut.hashed.item;
     kept.chosen_until = cut.frozen;
     kept.tracker = parts.tracker;
     kept.before = cut.before;
     kept.model_before = cut.model_before;
+    if let Some(w) = parts.written {
+        (kept.quotes, kept.refused, kept.evidence_bytes) = evidence_before(&w.written, resume_item);
+        kept.choice = w.kept.clone();
+    }
+    kept
+}
+
+/// Puts in `kept` the reports and edits of `parts`' plan before transcript item `item`, and
+/// what they collapse.
+fn plan_before(kept: &mut Checkpoint, parts: &Analysed<'_>, item: usize) {
     let report = parts.report;
-    kept.results = base.map_or_else(Default::default, |b| b.results.clone());
-    kept.results.push(
-        report
-            .results
-            .iter()
-            .filter(|r| before(r.item))
-            .cloned()
-            .collect(),
-    );
-    kept.observations = base.is_some_and(|b| b.observations)
-        || report
-            .results
-            .iter()
-            .any(|r| before(r.item) && is_observation(r));
-    let groups = edit_groups(
-        &report.edits,
-        parts.guidance,
-        parts.written.map(|w| &w.written),
-    );
-    kept.collapsed = base.map_or(0, |b| b.collapsed)
-        + report
-            .edits
-            .iter()
-            .filter(|e| !e.append && before(e.item))
-            .count();
-    kept.edits = base.map_or_else(Default::default, |b| b.edits.clone());
+    let before = |i: usize| i < item;
+    let results = report.results.iter().filter(|r| before(r.item));
+    kept.results.push(results.cloned().collect());
+    kept.observations = report
+        .results
+        .iter()
+        .any(|r| before(r.item) && is_observation(r));
+    kept.collapsed = report
+        .edits
+        .iter()
+        .filter(|e| !e.append && before(e.item))
+        .count();
+    let written = parts.written.map(|w| &w.written);
+    let groups = edit_groups(&report.edits, parts.guidance, written);
     kept.edits.push(
         groups
             .into_iter()
@@ -301,16 +290,19 @@ fn checkpoint_at(
             .map(|(g, e)| (g, e.clone()))
             .collect(),
     );
-    if let Some(w) = parts.written {
-        let (quotes, refused, bytes) = evidence_before(&w.written, resume_item);
-        kept.quotes = base.map_or_else(Vec::new, |b| b.quotes.clone());
-        kept.quotes.extend(quotes);
-        kept.refused = base.map_or_else(Vec::new, |b| b.refused.clone());
-        kept.refused.extend(refused);
-        kept.evidence_bytes = base.map_or(0, |b| b.evidence_bytes) + bytes;
-        kept.choice = w.kept.clone();
-    }
-    kept
+}
+
+/// `own`, a tail's checkpoint, after `base`'s parts: the checkpoint of the whole body.
+fn on_base(mut own: Checkpoint, base: &Checkpoint) -> Checkpoint {
+    own.written = base.written.clone().then(own.written);
+    own.results = base.results.clone().then(own.results);
+    own.edits = base.edits.clone().then(own.edits);
+    own.observations |= base.observations;
+    own.collapsed += base.collapsed;
+    own.quotes.splice(0..0, base.quotes.iter().cloned());
+    own.refused.splice(0..0, base.refused.iter().cloned());
+    own.evidence_bytes += base.evidence_bytes;
+    own
 }
 
 /// An observation that projection collapsed or kept live.

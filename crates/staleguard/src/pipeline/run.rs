@@ -6,8 +6,7 @@
 //! the evidence choice begin, the breakpoint rule, how the body is written and the plan
 //! reported), each driver does its own.
 
-use crate::adapter::{read_request, Breakpoint, RequestFormat, WireRequest};
-use crate::body::Body;
+use crate::adapter::{read_request, Breakpoint, RequestFormat, SplitWrite, WireRequest};
 use crate::config::{Config, LivePage};
 use crate::error::Error;
 use crate::evidence::{self, EvidenceReport};
@@ -78,17 +77,12 @@ pub(crate) fn fresh(body: &str, format: RequestFormat, job: &Job<'_>) -> Result<
         add_lean(&request, &session, &mut plan, job.config, waits);
     }
     let breakpoint = breakpoint(&request, &session, &plan, format);
-    let body = write(
-        body,
-        &request,
-        breakpoint,
-        cut,
-        found.left(&plan),
-        None,
-        job,
-    );
+    let written = write(&request, &plan, breakpoint, cut.as_ref());
+    if let (Some(cut), Some(context)) = (cut, job.keep) {
+        resume::keep_whole(body, &written, cut, found.left(&plan), (job.memo, context));
+    }
     Ok(Projection {
-        body,
+        body: written.body.into(),
         format,
         format_reason,
         report: Report::whole(plan),
@@ -131,9 +125,12 @@ pub(crate) fn resumed(
     let mut found = resumed_analyses(&request, &session, &mut plan, base, cut.as_ref(), job)?;
     let parts = found.left(&plan);
     let (report, collapsed) = resume::merged_plan(base, &parts);
-    let body = write(tail, &request, breakpoint, cut, parts, Some(base), job);
+    let written = write(&request, &plan, breakpoint, cut.as_ref());
+    if let (Some(cut), Some(context)) = (cut, job.keep) {
+        resume::keep_tail(tail, base, &written, cut, parts, (job.memo, context));
+    }
     Some(Projection {
-        body,
+        body: resume::after_base(base, written.body),
         format,
         format_reason: "given",
         report: Report::in_parts(report, collapsed),
@@ -348,28 +345,14 @@ fn breakpoint(
     request.breakpoint_before(end)
 }
 
-/// The body to send: the request written with the plan's edits (after `base`'s bytes, from
-/// one), and a checkpoint kept at `cut` when one is kept.
+/// The request written with the plan's edits and our breakpoint, marked where `cut`
+/// resumes reading.
 fn write(
-    body: &str,
     request: &WireRequest<'_>,
+    plan: &Plan,
     breakpoint: Option<Breakpoint>,
-    cut: Option<Cut>,
-    parts: Analysed<'_>,
-    base: Option<&Checkpoint>,
-    job: &Job<'_>,
-) -> Body {
-    match (cut, job.keep) {
-        (Some(cut), Some(context)) => {
-            let source = resume::Source {
-                body,
-                origin: base.map_or(0, |b| b.resume.offset),
-                request,
-                breakpoint,
-                base,
-            };
-            resume::write_and_keep(source, cut, parts, (job.memo, context))
-        }
-        _ => resume::after_base(base, request.write_with(&parts.report.edits, breakpoint)),
-    }
+    cut: Option<&Cut>,
+) -> SplitWrite {
+    let mark = cut.map_or(0, |c| c.resume.offset);
+    request.write_from("", 0, &plan.edits, breakpoint, mark)
 }
