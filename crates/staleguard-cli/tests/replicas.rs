@@ -22,6 +22,8 @@
 //! the test fails saying so, it never skips. nginx and the proxies run in process groups of
 //! their own, killed when the test ends, whether it passes or not.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -532,19 +534,11 @@ fn sessions() -> Vec<Session> {
         &["x-gemini-api-privileged-user-id"],
     ];
     let mut out = Vec::new();
-    let names = [
-        "order",
-        "invalid_form",
-        "long_page",
-        "rerender",
-        "research",
-        "tabs_iframe",
-    ];
     for (format, path) in [
         ("openai", "/v1/chat/completions"),
         ("anthropic", "/v1/messages"),
     ] {
-        for name in names {
+        for name in common::SCENARIOS {
             let file = fixture(&format!("pwmcp-0.0.41/{name}.{format}.json"));
             let body: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
             let messages = body["messages"].as_array().expect("messages").clone();

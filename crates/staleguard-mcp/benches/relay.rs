@@ -10,20 +10,18 @@ use serde_json::{json, Value};
 use staleguard::Config;
 use staleguard_mcp::{McpConfig, Options, Relay};
 
+use scenarios::SCENARIOS;
+
+#[path = "../../staleguard/tests/support/scenarios.rs"]
+mod scenarios;
+
 const ROUNDS: usize = 31;
 
 /// `(from_client, line)` of every recorded session.
 fn sessions() -> Vec<(bool, Vec<u8>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/pwmcp-0.0.41");
     let mut lines = Vec::new();
-    for s in [
-        "order",
-        "research",
-        "rerender",
-        "invalid_form",
-        "tabs_iframe",
-        "long_page",
-    ] {
+    for s in SCENARIOS {
         let text = std::fs::read_to_string(root.join(format!("{s}.mcp.jsonl"))).expect("fixture");
         for l in text.lines() {
             let record: Value = serde_json::from_str(l).expect("record");

@@ -14,6 +14,8 @@ use staleguard::{RequestFormat, Status};
 use support::formats::{chat_to_responses, check_any, project_as, result_slots};
 use support::*;
 
+/// The scenarios recorded with the data-format flags: three of the seven of
+/// `fixtures/cdmcp-1.11.0` (this list stands in for support's `SCENARIOS` here).
 const SCENARIOS: [&str; 3] = ["order", "order_inline", "rerender"];
 
 /// A recording of the scenarios with one of the server's data formats.

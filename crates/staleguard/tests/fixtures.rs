@@ -80,14 +80,7 @@ fn failures_are_never_collapsed() {
 #[test]
 fn incremental_sessions_keep_the_live_document() {
     let dir = fixtures().join("pwmcp-0.0.56");
-    for scenario in [
-        "order",
-        "research",
-        "rerender",
-        "invalid_form",
-        "tabs_iframe",
-        "long_page",
-    ] {
+    for scenario in SCENARIOS {
         let path = dir.join(format!("{scenario}.openai.json"));
         let body = read(&path);
         assert!(

@@ -9,15 +9,6 @@ use staleguard::{RequestFormat, Status};
 use support::formats::*;
 use support::*;
 
-const SCENARIOS: [&str; 6] = [
-    "order",
-    "research",
-    "rerender",
-    "invalid_form",
-    "tabs_iframe",
-    "long_page",
-];
-
 fn versions() -> Vec<std::path::PathBuf> {
     vec![
         fixtures().join("pwmcp-0.0.41"),

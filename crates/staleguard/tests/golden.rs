@@ -8,6 +8,8 @@
 
 mod support;
 
+// It includes the scenario list (`tests/support/scenarios.rs`), as `support` does.
+#[allow(clippy::duplicate_mod)]
 #[path = "../benches/support/request.rs"]
 mod bench_request;
 

@@ -6,6 +6,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "../../../staleguard/tests/support/scenarios.rs"]
+mod scenarios;
+// Not every test binary uses it.
+#[allow(unused_imports)]
+pub(crate) use scenarios::SCENARIOS;
+
 /// `staleguard project --format <format> FILE`, run in the file's folder under the proxy's
 /// configuration (compaction on, evidence and progress at their defaults): what a proxy
 /// started there forwards for the body in `file`.

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::common::SCENARIOS;
 use crate::harness::*;
 
 /// The recorded sessions over real documentation pages (Node.js 18 docs, served locally).

@@ -6,15 +6,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::SCENARIOS;
+
 pub(crate) const STRATEGIES: [&str; 4] = ["none", "newest-only", "staleguard", "clear-oldest-3"];
-pub(crate) const SCENARIOS: [&str; 6] = [
-    "order",
-    "research",
-    "rerender",
-    "invalid_form",
-    "tabs_iframe",
-    "long_page",
-];
 
 pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -3,6 +3,7 @@
 
 use std::process::Command;
 
+use crate::common::SCENARIOS;
 use crate::harness::*;
 
 #[test]

@@ -4,7 +4,11 @@
 
 use std::path::Path;
 
+use scenarios::SCENARIOS;
 use serde_json::{json, Value};
+
+#[path = "../../tests/support/scenarios.rs"]
+mod scenarios;
 
 const TARGET_BYTES: usize = 10 * 1024 * 1024;
 
@@ -13,17 +17,7 @@ pub(crate) fn build_request() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let sessions: Vec<Vec<Value>> = ["pwmcp-0.0.41", "pwmcp-0.0.83"]
         .iter()
-        .flat_map(|v| {
-            [
-                "order",
-                "research",
-                "rerender",
-                "invalid_form",
-                "tabs_iframe",
-                "long_page",
-            ]
-            .map(|s| root.join(v).join(format!("{s}.openai.json")))
-        })
+        .flat_map(|v| SCENARIOS.map(|s| root.join(v).join(format!("{s}.openai.json"))))
         .map(|p| {
             let text =
                 std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));

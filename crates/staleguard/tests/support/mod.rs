@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 mod replay;
+mod scenarios;
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,9 @@ use serde_json::Value;
 use staleguard::{Config, Projection, RequestFormat, Status};
 
 pub(crate) use replay::replayed;
+// Not every test binary uses it.
+#[allow(unused_imports)]
+pub(crate) use scenarios::SCENARIOS;
 
 /// The recorded sessions (`fixtures/`). Tests that need them fail loudly without them.
 pub(crate) fn fixtures() -> PathBuf {
