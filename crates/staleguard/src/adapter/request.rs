@@ -43,6 +43,9 @@ pub struct Hints {
     pub server_side_history: bool,
     /// The ways back the request offers: the MCP guard's `browser_history` tool (the guard
     /// stands between the model and the browser, SPEC 9, C5), the server's `browser_find`.
+    /// `find` is a whole read's word only: a Chat Completions tail read sees neither the
+    /// system messages before it nor a `tools` list, and the one user of `find`, a lean page,
+    /// never resumes from a checkpoint.
     pub offers: Offered,
 }
 
