@@ -4,13 +4,15 @@
 //! [`Step`]: its call, its text and a shared [`Reading`] of that text (`reading.rs`), read
 //! through a [`Reader`] that keeps readings in the [`Memo`]. Projection reads only headers;
 //! progress and evidence share the tree parts. What an analysis derives from a step's text
-//! it keeps in the memo too, by the step's content key ([`Step::derived`]).
+//! it keeps in the memo too, by the step's content key, and in a typed slot of the step for
+//! the rest of the request ([`DerivedKind`]).
 //!
 //! [`project`](crate::project) builds its session itself; the CLI's `replay` builds one per
 //! turn through `staleguard::internal::session`.
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
 use crate::call_args::{file_name, CallArgs};
@@ -60,30 +62,60 @@ pub struct Step<'t> {
     /// A look, not a step (SPEC 4): a snapshot file read back through a file or shell tool,
     /// or a `browser_find`. Told by the call alone, so a look stays one once collapsed.
     pub look: bool,
-    /// What one analysis derives from the text (evidence's page words), kept in the memo by
-    /// [`key`](Self::key) and here for the rest of the request: see [`derived`](Self::derived).
-    derived: OnceLock<Arc<dyn Any + Send + Sync>>,
+    /// What evidence derives from the text ([`PageWordsKind`]), kept in the memo by
+    /// [`key`](Self::key) and here for the rest of the request.
+    pub(crate) page_words: Slot<PageWordsKind>,
+}
+
+/// A kind of value that an analysis derives from a step's text alone, kept in the memo by
+/// the step's content key. The analysis names the value's type where it makes it, on its
+/// own floor above this one (`impl DerivedKind for …`); a [`Step`] holds one typed slot per
+/// kind, so a second kind is a new marker, impl and field, checked by the compiler.
+pub(crate) trait DerivedKind {
+    /// The value derived.
+    type Value: Any + Send + Sync + Debug;
+}
+
+/// Evidence's words and facts of a page (`evidence::candidates::PageWords`).
+pub(crate) enum PageWordsKind {}
+
+/// A step's slot for the value of kind `K`: empty until an analysis first asks for it.
+pub(crate) struct Slot<K: DerivedKind>(OnceLock<Arc<K::Value>>);
+
+impl<K: DerivedKind> Slot<K> {
+    fn new() -> Self {
+        Slot(OnceLock::new())
+    }
+
+    /// The value derived from the text whose content key is `key`: the one `memo` keeps by
+    /// that key when `valid` accepts it, else `make`'s, weighed by `weigh`. Kept here for
+    /// the rest of the request too, so a borrow of it lives as long as the step.
+    pub(crate) fn get(
+        &self,
+        key: u128,
+        memo: &Memo,
+        valid: impl Fn(&K::Value) -> bool,
+        make: impl FnOnce() -> K::Value,
+        weigh: impl FnOnce(&K::Value) -> u64,
+    ) -> &K::Value {
+        self.0
+            .get_or_init(|| memo.kept(Share::Texts, (key, 0), valid, make, weigh))
+    }
+}
+
+impl<K: DerivedKind> Clone for Slot<K> {
+    fn clone(&self) -> Self {
+        Slot(self.0.clone())
+    }
+}
+
+impl<K: DerivedKind> Debug for Slot<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl Step<'_> {
-    /// The value of type `T` derived from this step's text: the one `memo` keeps by the
-    /// step's key when `valid` accepts it, else `make`'s, weighed by `weigh`. Kept for the
-    /// rest of the request too, so a borrow of it lives as long as the step. One type per
-    /// step: `None` when another was derived first.
-    pub(crate) fn derived<T: Any + Send + Sync>(
-        &self,
-        memo: &Memo,
-        valid: impl Fn(&T) -> bool,
-        make: impl FnOnce() -> T,
-        weigh: impl FnOnce(&T) -> u64,
-    ) -> Option<&T> {
-        let any = self.derived.get_or_init(|| {
-            let at = (self.key, 0);
-            memo.kept(Share::Texts, at, valid, make, weigh)
-        });
-        any.downcast_ref::<T>()
-    }
-
     /// The observation kind when the step carries a live-able tree: not failed, with refs.
     pub fn tree_kind(&self) -> Option<TreeKind> {
         match &self.reading.header {
@@ -294,7 +326,7 @@ impl<'t> Session<'t> {
                         linked_page,
                         outdated,
                         look: (by_content && args.file.is_some()) || is_find(&c.name),
-                        derived: OnceLock::new(),
+                        page_words: Slot::new(),
                     });
                 }
                 _ => {}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::memo::Memo;
 use crate::projection::{Plan, Status};
-use crate::session::{Session, Step};
+use crate::session::{DerivedKind, PageWordsKind, Session, Step};
 use crate::urlnorm::normalise;
 
 /// A chunk of page text as the browser returned it.
@@ -134,19 +134,16 @@ impl PageWords {
     }
 }
 
+impl DerivedKind for PageWordsKind {
+    type Value = PageWords;
+}
+
 /// The words and facts of `step`'s page, derived once per text.
 pub(crate) fn page_words<'s>(memo: &Memo, step: &'s Step<'_>) -> &'s PageWords {
-    // Never used: evidence is the one analysis that derives from a step.
-    static EMPTY: std::sync::LazyLock<PageWords> = std::sync::LazyLock::new(|| PageWords {
-        bytes: 0,
-        words: Vec::new(),
-        facts: PageFacts::default(),
-        url_key: "".into(),
-    });
     let same = |p: &PageWords| p.bytes == step.text.len();
     let weigh = |p: &PageWords| p.heap_bytes() as u64;
-    step.derived(memo, same, || PageWords::of(step), weigh)
-        .unwrap_or(&EMPTY)
+    let make = || PageWords::of(step);
+    step.page_words.get(step.key, memo, same, make, weigh)
 }
 
 /// Month names, as dates on pages spell them.
