@@ -36,7 +36,7 @@ impl McpConfig {
     pub fn from_toml(text: &str) -> Result<McpConfig, ConfigError> {
         let file: File = toml::from_str(text).map_err(|e| {
             let at = e.span().map(|span| span.start);
-            staleguard::internal::config::table_error(text, "mcp", e.message(), at)
+            ConfigError::in_table(text, "mcp", e.message(), at)
         })?;
         Ok(file.mcp.unwrap_or_default())
     }

@@ -40,7 +40,7 @@ impl ProxyConfig {
     pub fn from_toml(text: &str) -> Result<ProxyConfig, ConfigError> {
         let file: File = toml::from_str(text).map_err(|e| {
             let at = e.span().map(|span| span.start);
-            staleguard::internal::config::table_error(text, "proxy", e.message(), at)
+            ConfigError::in_table(text, "proxy", e.message(), at)
         })?;
         Ok(file.proxy.unwrap_or_default())
     }

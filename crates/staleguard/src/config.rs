@@ -136,27 +136,6 @@ fn switch(key: &str, value: toml::Value) -> Result<bool, ConfigError> {
     }
 }
 
-/// An error in a host's table of the file (`[proxy]`, `[mcp]`), which the host reads itself:
-/// named by its table and the key on the line where the parser found it (`at`, a byte offset
-/// into `text`), as the core names its own keys: `[proxy] listen: invalid type: integer `5`,
-/// expected a string`.
-pub fn table_error(text: &str, table: &str, message: &str, at: Option<usize>) -> ConfigError {
-    let message = message.trim_end();
-    let key = at
-        .and_then(|at| text.get(..at))
-        .and_then(|before| {
-            let start = before.rfind('\n').map_or(0, |i| i + 1);
-            let line = text.get(start..)?.lines().next()?;
-            let (key, _) = line.split_once('=')?;
-            Some(key.trim())
-        })
-        .filter(|key| !key.is_empty() && !key.starts_with('['));
-    match key {
-        Some(key) => ConfigError::File(format!("[{table}] {key}: {message}")),
-        None => ConfigError::File(format!("[{table}]: {message}")),
-    }
-}
-
 /// A TOML syntax error, with the line it is on (the parser's message says what is wrong).
 fn syntax_error(text: &str, e: &toml::de::Error) -> ConfigError {
     let message = e.message().trim_end();

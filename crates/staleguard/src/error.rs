@@ -101,3 +101,35 @@ pub enum ConfigError {
     #[error("{0}")]
     File(String),
 }
+
+impl ConfigError {
+    /// An error in a host's own table of the config file (`[proxy]`, `[mcp]`), which the
+    /// host reads itself: named by its table and the key on the line where the parser found
+    /// it (`at`, a byte offset into the file's `text`), as the core names its own keys:
+    /// `[proxy] listen: invalid type: integer `5`, expected a string`.
+    ///
+    /// ```
+    /// use staleguard::ConfigError;
+    ///
+    /// let text = "[proxy]\nlisten = 5\n";
+    /// let at = text.find("5");
+    /// let error = ConfigError::in_table(text, "proxy", "invalid type: integer `5`", at);
+    /// assert_eq!(error.to_string(), "[proxy] listen: invalid type: integer `5`");
+    /// ```
+    pub fn in_table(text: &str, table: &str, message: &str, at: Option<usize>) -> ConfigError {
+        let message = message.trim_end();
+        let key = at
+            .and_then(|at| text.get(..at))
+            .and_then(|before| {
+                let start = before.rfind('\n').map_or(0, |i| i + 1);
+                let line = text.get(start..)?.lines().next()?;
+                let (key, _) = line.split_once('=')?;
+                Some(key.trim())
+            })
+            .filter(|key| !key.is_empty() && !key.starts_with('['));
+        match key {
+            Some(key) => ConfigError::File(format!("[{table}] {key}: {message}")),
+            None => ConfigError::File(format!("[{table}]: {message}")),
+        }
+    }
+}

@@ -22,11 +22,6 @@ pub mod archive {
     pub use crate::archive::Archive;
 }
 
-/// The settings' file layer.
-pub mod config {
-    pub use crate::config::table_error;
-}
-
 /// The guard: a proposed call against the session so far.
 pub mod guard {
     pub use crate::guard::{check, verdicts};
