@@ -240,10 +240,7 @@ fn load(args: &InputArgs) -> Result<(body::Body, RequestFormat, Config), Failure
 
 fn archive(input: &InputArgs, id: Option<&str>) -> Result<(), Failure> {
     let (body, format, config) = load(input)?;
-    let (request, _, _) = staleguard::internal::adapter::read_request(&body, format)?;
-    let transcript = request.into_transcript();
-    let (archive, now) =
-        staleguard::internal::archive::Archive::of_transcript(&transcript, &config);
+    let (archive, now) = staleguard::Request::read(&body, format)?.archive(&config);
     let text = match id {
         None => archive.list(now),
         Some(id) => {

@@ -81,7 +81,7 @@ pub(crate) fn run(args: ProxyArgs) -> Result<(), Failure> {
         memo_bytes: args
             .memo_bytes
             .or(file.memo_bytes)
-            .unwrap_or(staleguard::internal::memo::DEFAULT_MEMO_BYTES),
+            .unwrap_or(staleguard::Memo::DEFAULT_BYTES),
         metrics_path: metrics_path(args.metrics_path.or(file.metrics_path))?,
         shutdown_grace: args
             .shutdown_grace_secs

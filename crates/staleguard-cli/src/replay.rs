@@ -17,14 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
-use staleguard::internal::adapter::read_request;
-use staleguard::internal::progress::Tracker;
-use staleguard::internal::projection;
-use staleguard::internal::session::Session;
-use staleguard::internal::tools::BrowserTools;
-use staleguard::internal::transcript::Item;
-use staleguard::Edit;
-use staleguard::{project, Config, LivePage, Memo, Options, RequestFormat, Status};
+use staleguard::{project, Config, Edit, LivePage, Memo, Options, Request, RequestFormat, Status};
 
 pub(crate) use cache::{Bill, Model, Pricing};
 pub(crate) use facts::Need;
@@ -326,7 +319,7 @@ pub(crate) fn replay(
     name: &str,
     options: &ReplayOptions,
 ) -> Result<SessionReplay, Failure> {
-    let (_, format, _) = read_request(body, RequestFormat::Auto)?;
+    let format = Request::read(body, RequestFormat::Auto)?.format();
     let session: Value = serde_json::from_str(body)?;
     let model = options.model.resolve(format);
     let marks = match format {
@@ -645,7 +638,7 @@ fn send(
 
 /// `request` with the results at transcript `items` replaced by `text`.
 fn replace(request: &str, items: &[usize], text: &str) -> Result<String, Failure> {
-    let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
+    let wire = Request::read(request, RequestFormat::Auto)?;
     let edits: Vec<Edit> = items
         .iter()
         .map(|&item| Edit {
@@ -663,44 +656,14 @@ fn clear_oldest(request: &str, tokens: usize, trigger: usize) -> Result<String, 
     if tokens <= trigger {
         return Ok(request.to_string());
     }
-    let (wire, _, _) = read_request(request, RequestFormat::Auto)?;
-    let results: Vec<usize> = wire
-        .transcript()
-        .items
-        .iter()
-        .enumerate()
-        .filter(|(_, item)| matches!(item, Item::Result(_)))
-        .map(|(i, _)| i)
-        .collect();
+    let wire = Request::read(request, RequestFormat::Auto)?;
+    let results: Vec<usize> = wire.tool_results().map(|(i, _)| i).collect();
     let old = &results[..results.len().saturating_sub(3)];
     replace(request, old, CLEARED)
 }
 
-/// Refs the request shows outside its newest page state that are not on the newest page.
-/// The live state itself (with an incremental server, the last full tree and its diffs)
-/// is the newest page as the model sees it.
+/// Refs the request shows outside its newest page state that are not on the newest page
+/// ([`Request::stale_refs`]); none for a body that cannot be read.
 fn stale_refs(request: &str, config: &Config) -> usize {
-    let Ok((wire, _, _)) = read_request(request, RequestFormat::Auto) else {
-        return 0;
-    };
-    let transcript = wire.transcript();
-    let tools = BrowserTools::new(&config.browser_tools);
-    let memo = staleguard::Memo::for_request();
-    let steps = Session::build(transcript, &tools, &memo);
-    let plan = projection::plan(&steps, config.receipt_max_bytes, false);
-    let session = Tracker::new(config.max_repeats).replay(&steps, |_, _, _, _| {});
-    let mut stale = std::collections::HashSet::new();
-    for r in plan.results.iter().filter(|r| r.status != Status::Live) {
-        let Some(Item::Result(result)) = transcript.items.get(r.item) else {
-            continue;
-        };
-        if let Some(obs) = staleguard::internal::observation::parse(&result.text) {
-            let gone = obs
-                .refs
-                .iter()
-                .filter(|x| !session.page().refs.contains_key(x.id.as_ref()));
-            stale.extend(gone.map(|x| x.id.to_string()));
-        }
-    }
-    stale.len()
+    Request::read(request, RequestFormat::Auto).map_or(0, |r| r.stale_refs(config))
 }

@@ -3,11 +3,10 @@
 //! acted on.
 
 use serde_json::{json, Value};
-use staleguard::internal::archive::Archive;
-use staleguard::ARCHIVE_TAG;
+use staleguard::{Archive, ARCHIVE_TAG};
 
 /// The tool the relay adds to the server's tools.
-pub use staleguard::internal::tools::HISTORY_TOOL;
+pub use staleguard::HISTORY_TOOL;
 
 /// The tool result for a call with `arguments`, `now` browser results into the session.
 pub fn answer(archive: &Archive, arguments: Option<&Value>, now: usize) -> Value {
@@ -78,42 +77,4 @@ pub fn tool_definition() -> Value {
             "openWorldHint": false
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use staleguard::internal::receipt::observation_id;
-    use staleguard::internal::refs::has_ref_token;
-
-    fn page(url: &str) -> String {
-        format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```")
-    }
-
-    #[test]
-    fn answers_as_tool_results() {
-        let mut archive = Archive::new(5);
-        archive.record(&page("http://a/"), 1);
-        archive.record(&page("http://b/"), 2);
-        let list = answer(&archive, None, 2);
-        assert!(list["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("http://b/"));
-        let id = observation_id(&page("http://a/"));
-        let old = answer(&archive, Some(&json!({"id": id})), 2);
-        assert!(old["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("STALE"));
-        assert!(!has_ref_token(old["content"][1]["text"].as_str().unwrap()));
-        assert_eq!(
-            answer(&archive, Some(&json!({"id": "x"})), 2)["isError"],
-            json!(true)
-        );
-        assert_eq!(
-            answer(&archive, Some(&json!({"id": 7})), 2)["isError"],
-            json!(true)
-        );
-    }
 }

@@ -11,12 +11,12 @@ pub fn scoped(doc: u32, id: &str) -> String {
 
 /// Splits one of our scoped refs into its document and the server's ref (the core's
 /// grammar, which also undoes scoping for observation IDs).
-pub use staleguard::internal::refs::split_scoped as unscope;
+pub use staleguard::split_scoped as unscope;
 
 /// Rewrites the ref tokens of a page tree (`[ref=e7]`, and `- ref=e7 [unchanged]` in
 /// incremental snapshots) whose ID `is_ref` accepts, to their scoped form.
 pub fn scope_text<'a>(text: &'a str, doc: u32, is_ref: impl Fn(&str) -> bool) -> Cow<'a, str> {
-    staleguard::internal::refs::rescope(text, doc, is_ref)
+    staleguard::rescope(text, doc, is_ref)
 }
 
 #[cfg(test)]

@@ -545,3 +545,39 @@ fn finds_count_toward_nothing() {
     }
     assert_eq!(guided, [false, false, false, false, false, true]);
 }
+
+/// `browser_history`'s answers are tool results: the list, an old page read-only (its refs
+/// neutralised), and errors for an unknown or a wrongly typed id.
+#[test]
+fn history_answers_as_tool_results() {
+    use staleguard::internal::refs::has_ref_token;
+    use staleguard::{Archive, Memo, ResultText};
+    use staleguard_mcp::history::answer;
+
+    let page = |url: &str| {
+        format!("### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```")
+    };
+    let mut archive = Archive::new(5);
+    archive.record(&page("http://a/"), 1);
+    archive.record(&page("http://b/"), 2);
+    let list = answer(&archive, None, 2);
+    assert!(list["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("http://b/"));
+    let first = ResultText::read(page("http://a/"), &Memo::default());
+    let old = answer(&archive, Some(&json!({"id": first.observation_id()})), 2);
+    assert!(old["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("STALE"));
+    assert!(!has_ref_token(old["content"][1]["text"].as_str().unwrap()));
+    assert_eq!(
+        answer(&archive, Some(&json!({"id": "x"})), 2)["isError"],
+        json!(true)
+    );
+    assert_eq!(
+        answer(&archive, Some(&json!({"id": 7})), 2)["isError"],
+        json!(true)
+    );
+}

@@ -6,28 +6,13 @@
 //! For the hosts that serve old observations back to the model: the MCP guard records
 //! every observation as it passes and answers its `browser_history` tool from here; the
 //! CLI's `archive` command builds one from a recorded request
-//! ([`Archive::of_transcript`]).
-//!
-//! ```
-//! use staleguard::internal::archive;
-//!
-//! let page = |url: &str| format!(
-//!     "### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```"
-//! );
-//! let mut kept = archive::Archive::new(10);
-//! kept.record(&page("http://shop.test/"), 1);
-//! kept.record(&page("http://shop.test/done"), 2);
-//! let id = staleguard::internal::receipt::observation_id(&page("http://shop.test/"));
-//! let old = kept.read_back(&id, 2).unwrap();
-//! assert!(old.banner.contains("STALE") && old.banner.contains("1 step old"));
-//! assert!(old.text.contains("[ref:e1]"));      // neutralised: no format reads it as a ref
-//! ```
+//! ([`Request::archive`](crate::Request::archive)).
 
 use std::collections::VecDeque;
 
 use crate::config::Config;
 use crate::memo::Memo;
-use crate::reading::Reading;
+use crate::reading::{Reading, ResultText};
 use crate::refs::neutralise;
 use crate::session::Session;
 use crate::texts::{self, steps_old, Named};
@@ -48,18 +33,41 @@ pub struct Entry {
     pub text: std::sync::Arc<str>,
 }
 
-/// An observation read back: the banner, and the text with every ref neutralised.
+/// An observation read back ([`Archive::read_back`]): the banner, and the text with every
+/// ref neutralised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadBack {
     /// Says the copy is read-only, how old it is, and what superseded it; starts with
     /// [`ARCHIVE_TAG`](crate::ARCHIVE_TAG).
     pub banner: String,
-    /// The original text, every ref neutralised ([`read_only`]).
+    /// The original text, every ref neutralised and no line able to pass for one of
+    /// staleguard's tags.
     pub text: String,
 }
 
-/// The newest observations, oldest first, at most `keep` of them.
-#[derive(Debug, Clone, Default)]
+/// The archive of SPEC 6: the newest observations of a session, oldest first, at most
+/// `keep` of them, each addressable by the ID its receipt shows and read back read-only.
+/// The MCP guard's `browser_history` tool answers from one; its age counts are in browser
+/// results (`step`, `now`), as the host numbers them.
+///
+/// ```
+/// use staleguard::{Archive, Memo, ResultText};
+///
+/// let page = |url: &str| format!(
+///     "### Page\n- Page URL: {url}\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```"
+/// );
+/// let memo = Memo::default();
+/// let first = ResultText::read(page("http://shop.test/"), &memo);
+/// let mut kept = Archive::new(10);
+/// kept.record_result(&first, 1);
+/// kept.record(&page("http://shop.test/done"), 2);
+/// let id = first.observation_id();
+/// let old = kept.read_back(id, 2).unwrap();
+/// assert!(old.banner.contains("STALE") && old.banner.contains("1 step old"));
+/// assert!(old.text.contains("[ref:e1]"));      // neutralised: no format reads it as a ref
+/// assert!(kept.list(2).contains(id));
+/// ```
+#[derive(Debug, Clone)]
 pub struct Archive {
     entries: VecDeque<Entry>,
     keep: usize,
@@ -75,7 +83,7 @@ impl Archive {
     }
 
     /// Every browser observation and page report of `transcript`, with step numbers
-    /// counted over its browser results.
+    /// counted over its browser results, and how many there are.
     pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
         let tools = config.tools();
         let memo = Memo::for_request();
@@ -89,15 +97,21 @@ impl Archive {
         (archive, session.steps.len())
     }
 
-    /// Keeps `text` if it names a page (an observation or a page report) and did not fail.
-    /// Returns whether it was kept.
+    /// Keeps `text`, the text of browser result number `step`, if it names a page (an
+    /// observation or a page report) and did not fail. Returns whether it was kept.
     pub fn record(&mut self, text: &str, step: usize) -> bool {
         self.record_read(text, &Reading::new(text), step)
     }
 
+    /// [`record`](Self::record) of a result read already: its text is shared, not copied.
+    /// A result the protocol flagged as an error is the host's to leave out.
+    pub fn record_result(&mut self, result: &ResultText, step: usize) -> bool {
+        self.record_read(result.shared_text(), result.reading(), step)
+    }
+
     /// [`record`](Self::record), given the text's reading (which names the page and its ID).
     /// A text given as a `String` is kept as it is, not copied.
-    pub fn record_read(
+    fn record_read(
         &mut self,
         text: impl Into<std::sync::Arc<str>>,
         reading: &Reading,
@@ -138,7 +152,8 @@ impl Archive {
     }
 
     /// The list a model reads: ID, age, title and URL of each, oldest first; `now` is the
-    /// number of browser results so far.
+    /// number of browser results so far. Page strings in it are JSON-quoted and their refs
+    /// neutralised.
     pub fn list(&self, now: usize) -> String {
         if self.entries.is_empty() {
             return texts::archive_empty();
@@ -161,7 +176,8 @@ impl Archive {
         out
     }
 
-    /// The newest observation with `id`, read-only, `now` browser results into the session.
+    /// The newest observation with `id` (as receipts and [`list`](Self::list) show it),
+    /// read-only, `now` browser results into the session; `None` when none is kept.
     pub fn read_back(&self, id: &str, now: usize) -> Option<ReadBack> {
         let at = self.entries.iter().rposition(|e| e.id == id)?;
         let entry = &self.entries[at];

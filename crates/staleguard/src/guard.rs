@@ -2,8 +2,9 @@
 //! refused before it reaches the browser.
 //!
 //! For the hosts that stand between the model and the browser: the MCP guard asks
-//! [`check`] about every call as it passes, with the page it tracks; the CLI's `check-call`
-//! asks [`Engine::check_call`](crate::Engine::check_call) about one call after a recorded
+//! [`Engine::check_tracked`](crate::Engine::check_tracked) about every call as it passes,
+//! with the session its [`Tracker`] follows; the CLI's `check-call` asks
+//! [`Engine::check_call`](crate::Engine::check_call) about one call after a recorded
 //! request. [`Verdict`] and [`Refusal`] are re-exported at the crate
 //! root; [`project`](crate::project) gives a verdict on every call of a request when
 //! [`Options::verdicts`](crate::Options::verdicts) is set.

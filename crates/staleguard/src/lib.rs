@@ -56,8 +56,14 @@
 //! checkpoint: a server can run it where the request arrived and give only the rest a
 //! thread of its own, as the proxy does.
 //!
-//! What the hosts of this workspace and the tests need beyond this sits in [`internal`],
-//! which is not part of the stable interface. ARCHITECTURE.md says how the crate is built.
+//! A host that stands between the model and the browser follows the session call by call
+//! instead: a [`Tracker`] takes each call and each result (read once as a [`ResultText`]),
+//! [`Engine::check_tracked`] is the guard's verdict on the next call, and an [`Archive`]
+//! keeps the observations the MCP guard's `browser_history` reads back. A host that looks
+//! at a body's tool results without projecting it reads a [`Request`].
+//!
+//! The tests and fuzz targets reach a few functions beyond this through [`internal`], which
+//! is not part of the stable interface. ARCHITECTURE.md says how the crate is built.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -112,6 +118,16 @@ pub use projection::{Folded, Plan, ResultReport, Status};
 pub use transcript::Edit;
 // Kept across requests by a host:
 pub use memo::Memo;
+// For hosts that follow a browser session call by call (the MCP guard): the session, each
+// result read once, the archive `browser_history` reads, refs scoped to their document:
+pub use archive::{Archive, ReadBack};
+pub use progress::{Seen as SeenObservation, Tracker};
+pub use reading::ResultText;
+pub use refs::{rescope, split_scoped, REF_KEYS, REF_LISTS};
+pub use tools::HISTORY_TOOL;
+// For hosts that read a body's tool results themselves (the CLI's `archive` and `replay`):
+pub use observation::aria::CONTROL_ROLES;
+pub use pipeline::Request;
 // The texts staleguard writes into a request, for hosts and tests that recognise them:
 pub use texts::{
     ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, LEAN_FOLD_TAG, RECEIPT_TAG, STALE_NOTICE,

@@ -122,6 +122,11 @@ impl std::fmt::Debug for Memo {
 }
 
 impl Memo {
+    /// The bound of [`Memo::default`], in bytes of derived data: 256 MiB, the readings of at
+    /// least 20 MB of results, their evidence scores, and the checkpoints of about twenty
+    /// sessions of a megabyte.
+    pub const DEFAULT_BYTES: usize = DEFAULT_MEMO_BYTES;
+
     /// A memo that holds at most about `max_bytes` of derived data.
     pub fn new(max_bytes: usize) -> Memo {
         // quick_cache sizes its table from an estimate of the entry count: results are

@@ -228,15 +228,15 @@ impl std::fmt::Debug for PageRefs {
 
 #[cfg(test)]
 mod tests {
+    use crate::memo::Memo;
     use crate::progress::Tracker;
-    use crate::reading::Reading;
-    use std::sync::Arc;
+    use crate::reading::ResultText;
 
     const FULL: &str = "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- generic [ref=e1]:\n  - button \"Button 1\" [ref=e2]\n  - link \"Old offer\" [ref=e4]\n```";
     const DIFF: &str = "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- <changed> generic [active] [ref=e1]:\n  - ref=e2 [unchanged]\n  - button \"Button 2\" [ref=e3]\n```";
 
     fn take(tracker: &mut Tracker, at: usize, text: &str) {
-        tracker.result(at, text, &Arc::new(Reading::full(text)), false);
+        tracker.result(at, &ResultText::read(text, &Memo::for_request()), false);
     }
 
     fn named(tracker: &Tracker, id: &str) -> Option<(String, String)> {

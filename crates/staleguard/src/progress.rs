@@ -3,16 +3,16 @@
 //! derived from the transcript alone, so a proxy that uses it stays stateless.
 //!
 //! [`project`](crate::project) tracks progress itself and returns it in
-//! [`Projection::progress`](crate::Projection::progress). The [`Tracker`] serves the hosts
-//! that follow a session as it happens (through `staleguard::internal::progress`): the MCP guard feeds it one call and one result
-//! at a time, and the CLI's `replay` walks a recording with it.
+//! [`Projection::progress`](crate::Projection::progress), and the guard replays a session
+//! with a [`Tracker`]. The tracker is public too, for the hosts that follow a session as it
+//! happens: the MCP guard feeds it one call and one result at a time.
 
 use std::sync::Arc;
 
 use crate::fingerprint::{self, Fingerprint, Node};
 use crate::observation::TreeKind;
 pub(crate) use crate::page_refs::{Element, PageRefs};
-use crate::reading::{Header, Reading, Tab, TreeParts};
+use crate::reading::{Header, Reading, ResultText, Tab, TreeParts};
 use crate::session::{Event, Session};
 use crate::texts;
 
@@ -315,22 +315,54 @@ struct Submission {
     confirmed: bool,
 }
 
-/// An observation seen earlier in the session, for naming where a stale ref came from.
+/// An observation a [`Tracker`] keeps: a tree the model read, for naming where a stale ref
+/// came from (re-exported as `SeenObservation`).
 #[derive(Debug, Clone)]
 pub struct Seen {
-    /// Index of the result in the transcript.
+    /// Where the result was taken in: its transcript index, or the step number a host gave
+    /// [`Tracker::result`].
     pub item: usize,
     /// The short observation ID receipts show.
     pub id: String,
     /// The page's URL when it was seen.
     pub url: String,
     /// The refs the page offered then, and what they named.
-    pub refs: PageRefs,
+    pub(crate) refs: PageRefs,
 }
 
-/// The session as the browser results so far describe it: the page, the no-progress
-/// counter, submissions, and every observation. Fed step by step, in transcript order.
-#[derive(Debug, Clone, Default)]
+/// A browser session as its calls and results so far describe it: the page and its refs,
+/// the no-progress counter, submissions, and the observations the model read. Fed one call
+/// and one result at a time, in the order the model saw them; the guard
+/// ([`Engine::check_tracked`](crate::Engine::check_tracked)) asks about a proposed call
+/// against it.
+///
+/// [`project`](crate::project) replays a whole request with one itself. A host that stands
+/// between the model and the browser (the MCP guard) keeps one for the session instead: it
+/// numbers the calls and results it forwards (`at`, increasing), gives each call to
+/// [`call`](Self::call) and each result, read once as a [`ResultText`], to
+/// [`result`](Self::result) (or [`look`](Self::look), for a call that only looks). Nothing
+/// in it depends on anything but what it was fed.
+///
+/// ```
+/// use staleguard::{Config, Engine, Memo, ResultText, Tracker, Verdict};
+///
+/// let engine = Engine::new(Config::default());
+/// let memo = Memo::default();
+/// let page = |button: &str| format!(
+///     "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"{button}\" [ref=e1]\n```"
+/// );
+/// let mut tracker = Tracker::new(3);
+/// tracker.call(0, "browser_navigate", r#"{"url": "http://shop.test/"}"#);
+/// tracker.result(1, &ResultText::read(page("Buy"), &memo), false);
+/// let click = r#"{"element": "Buy button", "ref": "e1"}"#;
+/// assert!(engine.check_tracked(&tracker, "browser_click", click).is_allowed());
+/// let unknown = r#"{"element": "Pay button", "ref": "e7"}"#;
+/// assert!(matches!(
+///     engine.check_tracked(&tracker, "browser_click", unknown),
+///     Verdict::Refuse { .. }
+/// ));
+/// ```
+#[derive(Debug, Clone)]
 pub struct Tracker {
     page: Page,
     history: Vec<Seen>,
@@ -358,12 +390,13 @@ impl Tracker {
         &self.page
     }
 
-    /// Every observation still kept, oldest first.
+    /// Every observation still kept ([`forget_oldest`](Self::forget_oldest)), oldest first.
     pub fn history(&self) -> &[Seen] {
         &self.history
     }
 
-    /// The newest observation, when it was taken in at transcript index `item`.
+    /// The newest observation, when it was taken in at `item`: the result given there
+    /// carried a tree (whole or part) the model has now read.
     pub fn newest_at(&self, item: usize) -> Option<&Seen> {
         self.history.last().filter(|s| s.item == item)
     }
@@ -383,9 +416,61 @@ impl Tracker {
         (wanted != newest).then_some(wanted)
     }
 
+    /// True when a call with these `arguments` (JSON text) names refs that the model cannot
+    /// have read on the page it acts on: the newest page arrived without a tree, or the call
+    /// names another page (`pageId`) than the newest tree's. The guard refuses such a call
+    /// ([`Refusal::NeedsSnapshot`](crate::Refusal::NeedsSnapshot)); a host that can ask the
+    /// server for a fresh snapshot ([`snapshot_tool`](Self::snapshot_tool)) first, and give
+    /// it to [`refresh`](Self::refresh), may hold the call until it has one.
+    pub fn needs_snapshot(&self, arguments: &str) -> bool {
+        !crate::refs::targets(arguments).is_empty()
+            && (self.page_unseen || self.other_page(arguments).is_some())
+    }
+
+    /// The tool that takes a fresh snapshot on the server that named the newest page
+    /// (`browser_snapshot`, Chrome DevTools MCP's `take_snapshot`); `browser_snapshot` before
+    /// any page.
+    pub fn snapshot_tool(&self) -> &'static str {
+        crate::observation::snapshot_tool(self.page.format)
+    }
+
+    /// True when the server that named the newest page never reuses a ref on another
+    /// document (Chrome DevTools MCP's uids): a host that scopes refs to the document they
+    /// were read on need not scope these.
+    pub fn refs_unique(&self) -> bool {
+        crate::observation::refs_unique(self.page.format)
+    }
+
+    /// True when the newest page offers ref `id`, as its server spells it.
+    pub fn offers_ref(&self, id: &str) -> bool {
+        self.page.refs.contains_key(id)
+    }
+
+    /// Which document the newest page is: its selected tab, its URL and the document
+    /// identity its format gives (Playwright's frame prefix), as one key. Two observations
+    /// with equal keys are of the same document; the MCP guard numbers documents by it.
+    pub fn document_key(&self) -> String {
+        let page = &self.page;
+        let tab = page.tabs.iter().find(|t| t.current).map_or(0, |t| t.index);
+        format!("{tab}\u{0}{}\u{0}{}", page.url, page.document)
+    }
+
     /// The steps and repeated submissions so far.
     pub fn progress(&self) -> &Progress {
         &self.progress
+    }
+
+    /// When the newest step left the session stalled
+    /// ([`Config::max_repeats`](crate::Config::max_repeats) results without a page change),
+    /// the guidance for the model that projection appends to the newest result.
+    pub fn stall_guidance(&self) -> Option<String> {
+        self.progress.last().filter(|s| s.stalled).map(guidance)
+    }
+
+    /// The guidance that goes with a refused repeated submission: the stall guidance when
+    /// the session is stalled, else what to check before submitting again.
+    pub fn submission_guidance(&self) -> String {
+        self.stall_guidance().unwrap_or_else(submission_guidance)
     }
 
     /// Estimated bytes it holds on the heap (a checkpoint keeps it).
@@ -417,12 +502,24 @@ impl Tracker {
         self.progress
     }
 
-    /// A tracker of everything: the page's refs, history and submissions, for the guard.
+    /// A tracker of everything: the page's refs, history and submissions, for the guard. A
+    /// session is stalled after `max_repeats` results without a page change (at least one;
+    /// [`Config::max_repeats`](crate::Config::max_repeats)).
     pub fn new(max_repeats: u32) -> Self {
+        let page = Page::default();
         Tracker {
+            current: page.fingerprint(),
+            page,
+            history: Vec::new(),
+            page_unseen: false,
+            last: None,
+            count: 0,
             max_repeats: max_repeats.max(1),
-            current: Page::default().fingerprint(),
-            ..Tracker::default()
+            submissions: Vec::new(),
+            progress: Progress::default(),
+            counting: false,
+            call_page: None,
+            past_receipt: false,
         }
     }
 
@@ -484,7 +581,8 @@ impl Tracker {
         self
     }
 
-    /// Takes in a browser call: remembers submissions, flags repeated ones.
+    /// Takes in a browser call of `tool` with `arguments` (JSON text) at `at`: remembers
+    /// submissions, flags repeated ones.
     pub fn call(&mut self, at: usize, tool: &str, arguments: &str) {
         if self.counting {
             return;
@@ -539,19 +637,19 @@ impl Tracker {
         })
     }
 
-    /// Takes in a browser result (`failed` by its text or its wire flag): updates the page,
-    /// the counter and the history. A tree's text is kept for its refs: pass an `Arc<str>`
-    /// to share it, a `&str` to have it copied.
-    pub fn result<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>, failed: bool)
-    where
-        T: AsRef<str> + Into<Arc<str>>,
-    {
-        self.result_of_part(at, text, reading, failed, false);
+    /// Takes in a browser result at `at` (`failed` by the protocol's own error flag; a
+    /// text that reads as a failure is one whatever the flag says): updates the page, the
+    /// no-progress counter and the history. A tree's text is kept, shared, for its refs.
+    pub fn result(&mut self, at: usize, result: &ResultText, failed: bool) {
+        let failed = failed || result.failed();
+        self.result_of_part(at, result.shared_text(), result.reading(), failed, false);
     }
 
-    /// [`result`](Self::result) of a call that asked for part of the page (a targeted or
-    /// depth-limited snapshot, part of a file) when `partial`: its tree is part of the page,
-    /// and its refs join the page's.
+    /// Takes in a browser result (`failed` by its text or its wire flag): updates the page,
+    /// the counter and the history; when `partial`, of a call that asked for part of the
+    /// page (a targeted or depth-limited snapshot, part of a file), whose tree is part of
+    /// the page and whose refs join the page's. A tree's text is kept for its refs: pass an
+    /// `Arc<str>` to share it, a `&str` to have it copied.
     pub fn result_of_part<T>(
         &mut self,
         at: usize,
@@ -569,14 +667,14 @@ impl Tracker {
         self.count_step(at);
     }
 
-    /// Takes in a look (SPEC 4), a result of `browser_find` or the like: what it shows
-    /// updates the page as a result would, but the no-progress counter neither grows nor
-    /// starts again, because the model acted on nothing.
-    pub fn look<T>(&mut self, at: usize, text: T, reading: &Arc<Reading>, failed: bool)
-    where
-        T: AsRef<str> + Into<Arc<str>>,
-    {
-        self.take_look(at, text, reading, failed, (false, false));
+    /// Takes in a look (SPEC 4), a result of a call that only looks at the page
+    /// ([`Engine::is_look`](crate::Engine::is_look): `browser_find`): what it shows updates
+    /// the page as a result would, but the no-progress counter neither grows nor starts
+    /// again, because the model acted on nothing. `failed` as for [`result`](Self::result).
+    pub fn look(&mut self, at: usize, result: &ResultText, failed: bool) {
+        let failed = failed || result.failed();
+        let text = result.shared_text();
+        self.take_look(at, text, result.reading(), failed, (false, false));
     }
 
     /// [`look`](Self::look) of part of the page when `partial`, of an old snapshot file
@@ -603,7 +701,8 @@ impl Tracker {
         self.push_step(at, true);
     }
 
-    /// Takes in a failed look, whose text is not read: nothing changes but the list of steps.
+    /// Takes in a failed look without a text (a protocol error): nothing changes but the
+    /// list of steps.
     pub fn failed_look(&mut self, at: usize) {
         self.push_step(at, true);
     }
@@ -627,8 +726,8 @@ impl Tracker {
         }
     }
 
-    /// Takes in a failed browser result, whose text is not read: the page stays as it was,
-    /// and the step counts.
+    /// Takes in a failed browser result without a text (a protocol error): the page stays
+    /// as it was, and the step counts.
     pub fn failure(&mut self, at: usize) {
         self.count_step(at);
     }
@@ -664,26 +763,20 @@ impl Tracker {
         }
     }
 
-    /// Takes in a snapshot the guard fetched itself, of page `page_id` where the server
-    /// names pages: the page and its refs are updated, but no progress step is counted,
-    /// because the model took no action.
-    pub fn refresh<T>(
-        &mut self,
-        at: usize,
-        text: T,
-        reading: &Arc<Reading>,
-        page_id: Option<String>,
-    ) where
-        T: AsRef<str> + Into<Arc<str>>,
-    {
-        if !reading.failed {
-            self.call_page = page_id;
-            self.apply(at, text, reading, false);
+    /// Takes in a snapshot a host fetched itself at `at`, for a call with `arguments` (JSON
+    /// text: the page it names, where the server names pages, is the snapshot's page): the
+    /// page and its refs are updated, but no progress step is counted, because the model
+    /// took no action. A snapshot that reads as a failure changes nothing.
+    pub fn refresh(&mut self, at: usize, result: &ResultText, arguments: &str) {
+        if !result.failed() {
+            self.call_page = crate::refs::page_id(arguments);
+            self.apply(at, result.shared_text(), result.reading(), false);
         }
     }
 
     /// Bounds memory for long sessions: keeps the newest `keep` observations, progress steps
-    /// and submissions. The page itself and the no-progress counter are untouched.
+    /// and submissions. The page itself and the no-progress counter are untouched; a ref
+    /// only a forgotten observation showed is no longer told stale, but unknown.
     pub fn forget_oldest(&mut self, keep: usize) {
         fn trim<T>(list: &mut Vec<T>, keep: usize) {
             let excess = list.len().saturating_sub(keep);

@@ -73,7 +73,7 @@ pub struct ResultReport {
     pub call_id: Option<Arc<str>>,
     /// The browser tool that produced it, as the request spells it.
     pub tool: Arc<str>,
-    /// Short ID of the result (see [`observation_id`](crate::internal::receipt::observation_id)).
+    /// Short ID of the result: the one its receipt and the [`Archive`](crate::Archive) show.
     pub observation_id: Arc<str>,
     /// What the result is, after projection.
     pub status: Status,

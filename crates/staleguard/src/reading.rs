@@ -487,6 +487,82 @@ impl Reader<'_> {
     }
 }
 
+/// A tool result's text, read once: what the grammar finds in it (its observation ID, whether
+/// it failed, the page it names and, on first use, its tree), kept with the text. A host that
+/// follows a browser session result by result (the MCP guard) reads each result once and
+/// gives the same `ResultText` to its [`Tracker`](crate::Tracker), its
+/// [`Archive`](crate::Archive) and its own edits of the text; cloning it shares both.
+///
+/// ```
+/// use staleguard::{Memo, ResultText};
+///
+/// let memo = Memo::default();
+/// let page = "### Page\n- Page URL: http://shop.test/\n- Page Title: Shop\n### Snapshot\n```yaml\n- button \"Buy\" [ref=e1]\n```";
+/// let result = ResultText::read(page, &memo);
+/// assert!(!result.failed());
+/// let starts = result.ref_starts().unwrap();
+/// assert_eq!(&page[starts[0]..starts[0] + 2], "e1");
+/// ```
+#[derive(Debug, Clone)]
+pub struct ResultText {
+    text: Arc<str>,
+    reading: Arc<Reading>,
+}
+
+impl ResultText {
+    /// Reads `text`, tree included, through `memo`: a text whose reading the memo keeps is
+    /// not read again. A text given as an `Arc<str>` or a `String` is kept without a copy.
+    pub fn read(text: impl Into<Arc<str>>, memo: &Memo) -> ResultText {
+        let text = text.into();
+        let reader = Reader {
+            memo,
+            depth: Depth::Full,
+        };
+        let reading = reader.reading(memo.key(&text), &text);
+        ResultText { text, reading }
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The text reads as a failure: an error the browser server wrote (the protocol's own
+    /// error flag is the host's to add).
+    pub fn failed(&self) -> bool {
+        self.reading.failed
+    }
+
+    /// The short observation ID that receipts and the [`Archive`](crate::Archive) show.
+    pub fn observation_id(&self) -> &str {
+        &self.reading.id
+    }
+
+    /// Where the ID of each ref of the text's tree starts, as byte offsets into the text, in
+    /// the tree's order (empty without a tree): where a host that rewrites refs in place
+    /// puts its prefix, so that page text that merely looks like a ref stays as it is.
+    /// `None` when an ID is not in the text as it stands (the parser unescaped it).
+    pub fn ref_starts(&self) -> Option<Vec<usize>> {
+        let refs = &self.reading.tree(&self.text).refs;
+        refs.iter()
+            .map(|r| match r.id {
+                Piece::At(start, _) => Some(start),
+                Piece::Own(_) => None,
+            })
+            .collect()
+    }
+
+    /// The text, shared.
+    pub(crate) fn shared_text(&self) -> Arc<str> {
+        self.text.clone()
+    }
+
+    /// The reading.
+    pub(crate) fn reading(&self) -> &Arc<Reading> {
+        &self.reading
+    }
+}
+
 #[cfg(test)]
 thread_local! {
     static DETECTIONS_COUNT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };

@@ -3,9 +3,10 @@
 //! (receipts, evidence, the archive) so that page text carried there can never pose as an
 //! actionable ref, and rescoping them to name their document (the MCP guard).
 //!
-//! For the MCP guard, which rescopes the refs of every result it relays and looks for refs
-//! in call arguments ([`REF_KEYS`]), and for tests and fuzz targets that check no text we
-//! render carries a live ref ([`has_ref_token`], [`neutralise`]).
+//! Public for the MCP guard, which scopes the refs of every result it relays to their
+//! document ([`rescope`], [`split_scoped`]) and finds the refs of call arguments
+//! ([`REF_KEYS`], [`REF_LISTS`]); tests and fuzz targets check through `internal` that no text
+//! we render carries a live ref ([`has_ref_token`], [`neutralise`]).
 
 use std::borrow::Cow;
 

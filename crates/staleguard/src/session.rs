@@ -7,8 +7,9 @@
 //! it keeps in the memo too, by the step's content key, and in a typed slot of the step for
 //! the rest of the request ([`DerivedKind`]).
 //!
-//! [`project`](crate::project) builds its session itself; the CLI's `replay` builds one per
-//! turn through `staleguard::internal::session`.
+//! [`project`](crate::project) builds its session itself, and so do the doors that replay a
+//! request for the guard ([`Engine::check_call`](crate::Engine::check_call)) or read it for a
+//! host ([`Request`](crate::Request)).
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -1,8 +1,8 @@
 //! The browser tool set: which tool calls are browser calls.
 //!
 //! [`Config::browser_tools`](crate::Config::browser_tools) holds the patterns; the pipeline
-//! compiles them itself. Hosts that build a [`Session`](crate::session::Session) or ask the guard
-//! directly (the MCP guard, the CLI's `replay`) compile them once with [`BrowserTools::new`].
+//! compiles them itself, and an [`Engine`](crate::Engine) keeps them compiled for a host that
+//! asks about calls one by one ([`Engine::is_browser_tool`](crate::Engine::is_browser_tool)).
 
 use wildmatch::WildMatch;
 

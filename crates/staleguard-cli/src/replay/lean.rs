@@ -2,10 +2,7 @@
 //! after, and whether every actionable ref of the page is still in its lean form.
 
 use serde::Serialize;
-use staleguard::internal::adapter::read_request;
-use staleguard::internal::observation::aria::is_control_role;
-use staleguard::internal::transcript::Item;
-use staleguard::{RequestFormat, ResultReport};
+use staleguard::{Request, RequestFormat, ResultReport, CONTROL_ROLES};
 
 use crate::Failure;
 
@@ -44,13 +41,11 @@ pub(crate) fn pages(
     if folded.is_empty() {
         return Ok(());
     }
-    let (whole, _, _) = read_request(whole, RequestFormat::Auto)?;
-    let (lean, _, _) = read_request(lean, RequestFormat::Auto)?;
+    let whole = Request::read(whole, RequestFormat::Auto)?;
+    let lean = Request::read(lean, RequestFormat::Auto)?;
     for r in folded {
-        let (Some(before), Some(after)) = (
-            result_text(whole.transcript().items.get(r.item)),
-            result_text(lean.transcript().items.get(r.item)),
-        ) else {
+        let (Some(before), Some(after)) = (result_text(&whole, r.item), result_text(&lean, r.item))
+        else {
             continue;
         };
         let actionable = actionable_refs(before);
@@ -74,11 +69,11 @@ pub(crate) fn pages(
     Ok(())
 }
 
-fn result_text<'t>(item: Option<&'t Item<'_>>) -> Option<&'t str> {
-    match item {
-        Some(Item::Result(result)) => Some(&result.text),
-        _ => None,
-    }
+/// The text of the tool result at transcript index `item`, if that is one.
+fn result_text<'r>(request: &'r Request<'_>, item: usize) -> Option<&'r str> {
+    request
+        .tool_results()
+        .find_map(|(i, text)| (i == item).then_some(text))
 }
 
 /// The refs of a page tree's controls: lines whose role is a control role or that carry
@@ -90,7 +85,7 @@ fn actionable_refs(text: &str) -> Vec<String> {
             continue;
         };
         let role: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
-        if !(is_control_role(&role) || line.contains("[cursor=pointer]")) {
+        if !(CONTROL_ROLES.contains(&role.as_str()) || line.contains("[cursor=pointer]")) {
             continue;
         }
         let Some(at) = line.find("[ref=") else {

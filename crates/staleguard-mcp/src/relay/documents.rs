@@ -60,9 +60,7 @@ impl Relay {
     /// (the core session then holds it as its newest observation, ID and URL included).
     pub(super) fn document_at(&mut self, step: usize) -> Option<u32> {
         let seen = self.tracker.newest_at(step)?;
-        let page = self.tracker.page();
-        let tab = page.tabs.iter().find(|t| t.current).map_or(0, |t| t.index);
-        let key = format!("{tab}\u{0}{}\u{0}{}", page.url, page.document);
+        let key = self.tracker.document_key();
         let keep = self.options.max_observations;
         Some(self.documents.enter(key, &seen.url, &seen.id, keep))
     }
@@ -111,7 +109,7 @@ impl Relay {
 /// `fields[]`), replacing the value where it returns one.
 fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<String>) {
     let mut visit = |object: &mut Map<String, Value>| {
-        for key in staleguard::internal::refs::REF_KEYS {
+        for key in staleguard::REF_KEYS {
             if let Some(Value::String(value)) = object.get_mut(*key) {
                 if let Some(new) = map(value) {
                     *value = new;
@@ -123,7 +121,7 @@ fn for_each_ref(arguments: &mut Value, mut map: impl FnMut(&str) -> Option<Strin
         return;
     };
     visit(top);
-    for list in staleguard::internal::refs::REF_LISTS {
+    for list in staleguard::REF_LISTS {
         if let Some(Value::Array(items)) = top.get_mut(*list) {
             items
                 .iter_mut()

@@ -1,9 +1,6 @@
 //! A browser call from the client against the newest page: forwarded, held, or refused.
 
 use serde_json::{Map, Value};
-use staleguard::internal::guard;
-use staleguard::internal::progress;
-use staleguard::internal::tools;
 use staleguard::{Refusal, Verdict};
 
 use super::ledger::Pending;
@@ -32,7 +29,7 @@ impl Relay {
             let result = crate::history::answer(&self.archive, arguments, self.browser_results);
             return vec![to_client(&response(&id, result))];
         }
-        if !self.tools.is_browser(&name) {
+        if !self.engine.is_browser_tool(&name) {
             self.ledger.forward(&id, Pending::Other);
             return vec![Output::ToServer(line.to_vec())];
         }
@@ -40,10 +37,10 @@ impl Relay {
             self.take_call(&id, &name, &arguments_of(&message).to_string());
             return vec![Output::ToServer(line.to_vec())];
         }
-        let arguments = arguments_of(&message);
-        let raw = arguments.to_string();
-        let has_refs = !staleguard::internal::refs::targets(&raw).is_empty();
-        if has_refs && (self.tracker.page_unseen() || self.tracker.other_page(&raw).is_some()) {
+        if self
+            .tracker
+            .needs_snapshot(&arguments_of(&message).to_string())
+        {
             return self.park(id, message);
         }
         self.decide(id, message)
@@ -65,14 +62,11 @@ impl Relay {
             }
         }
         let raw = arguments.to_string();
-        match guard::check(&self.tracker, &name, &raw, &self.tools) {
+        match self.engine.check_tracked(&self.tracker, &name, &raw) {
             Verdict::Refuse { why, message } => {
                 let mut text = message;
                 if why == Refusal::RepeatedSubmission {
-                    let guidance = match self.tracker.progress().last() {
-                        Some(step) if step.stalled => progress::guidance(step),
-                        _ => progress::submission_guidance(),
-                    };
+                    let guidance = self.tracker.submission_guidance();
                     text = format!("{text}\n\n{guidance}");
                 }
                 if why == Refusal::NeedsSnapshot {
@@ -95,7 +89,7 @@ impl Relay {
     fn take_call(&mut self, id: &Value, name: &str, arguments: &str) {
         let step = self.next_step();
         self.tracker.call(step, name, arguments);
-        let kind = if tools::is_find(name) {
+        let kind = if self.engine.is_look(name) {
             Pending::Look
         } else {
             Pending::BrowserCall

@@ -19,8 +19,6 @@ pub(super) struct Held {
     own_id: String,
     /// When the client sent the call, among its requests.
     pub(super) seq: u64,
-    /// The page the relay's own snapshot is of, where the server names pages.
-    page_id: Option<String>,
     /// The call's id, as the client wrote it.
     pub(super) id: Value,
     /// The call.
@@ -77,7 +75,7 @@ impl Relay {
         let own_id = self.ledger.own_id();
         // Chrome DevTools MCP resolves uids on the newest snapshot of the call's page.
         let page = arguments_of(&message).get("pageId").cloned();
-        let tool = staleguard::internal::observation::snapshot_tool(self.tracker.page().format);
+        let tool = self.tracker.snapshot_tool();
         let arguments = match &page {
             Some(page) => json!({ "pageId": page }),
             None => json!({}),
@@ -92,9 +90,6 @@ impl Relay {
         self.phase = Phase::Holding(Held {
             own_id,
             seq,
-            page_id: page
-                .as_ref()
-                .and_then(staleguard::internal::refs::page_id_of),
             id,
             message,
         });
@@ -109,11 +104,12 @@ impl Relay {
         };
         if let Some(result) = message.get("result") {
             if !is_error(result) {
-                let text = result_text(result);
                 let step = self.next_step();
-                let reading = self.read(&text);
-                self.tracker
-                    .refresh(step, text, &reading, held.page_id.clone());
+                let read = self.read(result_text(result));
+                // The snapshot is of the page the held call names, where the server names
+                // pages (the relay asked for that page).
+                let arguments = arguments_of(&held.message).to_string();
+                self.tracker.refresh(step, &read, &arguments);
                 self.document_at(step);
             }
         }
@@ -149,8 +145,7 @@ impl Relay {
         self.note(
             "the server did not answer the guard's own snapshot in time: call refused".into(),
         );
-        let tool = staleguard::internal::observation::snapshot_tool(self.tracker.page().format);
-        let text = texts::snapshot_timed_out(tool);
+        let text = texts::snapshot_timed_out(self.tracker.snapshot_tool());
         let mut out = vec![to_client(&refusal(&held.id, &text))];
         out.extend(self.drain_queue());
         out

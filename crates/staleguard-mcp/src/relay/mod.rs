@@ -31,10 +31,7 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 
-use staleguard::internal::archive::Archive;
-use staleguard::internal::progress::Tracker;
-use staleguard::internal::tools::BrowserTools;
-use staleguard::{Config, Memo};
+use staleguard::{Archive, Config, Engine, Memo, Tracker};
 
 use crate::McpConfig;
 use documents::Documents;
@@ -94,7 +91,8 @@ pub enum Output {
 /// One MCP session.
 pub struct Relay {
     options: Options,
-    tools: BrowserTools,
+    /// The core config, compiled: which calls are browser calls, and the guard.
+    engine: Engine,
     /// The core tracker of pages, progress and submissions.
     tracker: Tracker,
     /// Readings of results seen before in this session (a repeated snapshot is read once).
@@ -180,7 +178,7 @@ struct Log {
 impl Relay {
     pub fn new(options: Options) -> Self {
         Relay {
-            tools: BrowserTools::new(&options.config.browser_tools),
+            engine: Engine::new(options.config.clone()),
             tracker: Tracker::new(options.config.max_repeats),
             memo: Memo::new(options.memo_bytes),
             archive: Archive::new(options.max_observations),

@@ -2,8 +2,7 @@
 //! appended, `browser_history` added to the server's tools.
 
 use serde_json::{json, Value};
-use staleguard::internal::progress;
-use staleguard::internal::session::{Depth, Piece, Reader, Reading};
+use staleguard::ResultText;
 
 use super::Relay;
 use crate::history::HISTORY_TOOL;
@@ -23,38 +22,35 @@ impl Relay {
             self.browser_results += 1;
             return false;
         };
-        let text = result_text(result);
-        let reading = self.read(&text);
-        let failed = is_error(result) || reading.failed;
+        let read = self.read(result_text(result));
+        let failed = is_error(result) || read.failed();
         if look {
-            self.tracker.look(step, text.clone(), &reading, failed);
+            self.tracker.look(step, &read, failed);
         } else {
-            self.tracker.result(step, text.clone(), &reading, failed);
+            self.tracker.result(step, &read, failed);
         }
         self.tracker.forget_oldest(self.options.max_observations);
         self.browser_results += 1;
         let mut changed = false;
         if let Some(doc) = self.document_at(step) {
-            let page = self.tracker.page();
-            let unique = staleguard::internal::observation::refs_unique(page.format);
-            if self.options.guard && self.options.namespace_refs && !unique {
-                changed |= match scope_at_refs(result, doc, &reading, &text) {
+            let tracker = &self.tracker;
+            if self.options.guard && self.options.namespace_refs && !tracker.refs_unique() {
+                changed |= match scope_at_refs(result, doc, &read) {
                     Some(scoped) => scoped,
-                    None => scope_result(result, doc, |id| page.refs.contains_key(id)),
+                    None => scope_result(result, doc, |id| tracker.offers_ref(id)),
                 };
             }
         }
         if !failed {
             // The archive keeps the text the relay read: no second copy.
-            self.archive
-                .record_read(text, &reading, self.browser_results);
+            self.archive.record_result(&read, self.browser_results);
         }
         if self.options.guard {
-            if let Some(step) = self.tracker.progress().last().filter(|s| s.stalled) {
-                push_text(result, progress::guidance(step));
+            if let Some(guidance) = self.tracker.stall_guidance() {
+                push_text(result, guidance);
+                let steps = self.tracker.progress().last().map_or(0, |s| s.no_progress);
                 self.log.notes.push(format!(
-                    "no page change for {} browser steps: guidance appended",
-                    step.no_progress
+                    "no page change for {steps} browser steps: guidance appended"
                 ));
                 changed = true;
             }
@@ -62,14 +58,9 @@ impl Relay {
         changed
     }
 
-    /// The reading of a result text: read once, shared by the tracker, the scope and the
-    /// archive.
-    pub(super) fn read(&self, text: &str) -> std::sync::Arc<Reading> {
-        let reader = Reader {
-            memo: &self.memo,
-            depth: Depth::Full,
-        };
-        reader.reading(self.memo.key(text), text)
+    /// A result text, read: read once, shared by the tracker, the scope and the archive.
+    pub(super) fn read(&self, text: std::sync::Arc<str>) -> ResultText {
+        ResultText::read(text, &self.memo)
     }
 
     /// Appends `browser_history` to the last page of the server's tools.
@@ -131,16 +122,9 @@ pub fn result_text(result: &Value) -> std::sync::Arc<str> {
 /// (the text parts joined as [`result_text`] joins them): no search, and page text that
 /// merely looks like a ref stays as it is. `None` when the parts no longer add up to that
 /// text (then [`scope_result`] scans for ref tokens).
-fn scope_at_refs(result: &mut Value, doc: u32, reading: &Reading, text: &str) -> Option<bool> {
-    let starts: Vec<usize> = reading
-        .tree(text)
-        .refs
-        .iter()
-        .map(|r| match r.id {
-            Piece::At(start, _) => Some(start),
-            Piece::Own(_) => None,
-        })
-        .collect::<Option<_>>()?;
+fn scope_at_refs(result: &mut Value, doc: u32, read: &ResultText) -> Option<bool> {
+    let text = read.text();
+    let starts = read.ref_starts()?;
     if starts.is_empty() || !starts.windows(2).all(|w| w[0] < w[1]) {
         return None;
     }

@@ -3,10 +3,10 @@
 //! fields, key order and formatting survive.
 //!
 //! [`project`](crate::project) reads and writes through here itself; [`RequestFormat`] is
-//! re-exported at the crate root. Hosts and tests that want the neutral transcript without
-//! projecting ([`read_transcript`]: the integration tests) or a [`WireRequest`] to write
-//! their own edits into ([`read_request`]: the CLI's `archive` and `replay`) reach the
-//! readers through `staleguard::internal::adapter`.
+//! re-exported at the crate root. A host that reads a body's tool results or writes its own
+//! edits into it (the CLI's `archive` and `replay`) does it through
+//! [`Request`](crate::Request); tests that want the neutral transcript itself
+//! ([`read_transcript`]) reach the readers through `staleguard::internal::adapter`.
 
 pub(crate) mod anthropic;
 mod content;

@@ -6,9 +6,9 @@
 //! wherever they can, because projection parses every browser result of a request.
 //!
 //! The pipeline reads results through a [`Reading`](crate::reading::Reading), which keeps what it
-//! needs of an [`Observation`] and borrows nothing. Tools and tests that look at one result
-//! on its own (the CLI's `replay`, the fixture tests, the fuzz targets) reach the parsers
-//! through `staleguard::internal::observation`.
+//! needs of an [`Observation`] and borrows nothing. Tests that look at one result on its own
+//! (the fixture tests, the fuzz targets) reach the parsers through
+//! `staleguard::internal::observation`.
 
 pub(crate) mod agent_browser;
 pub(crate) mod ankita;

@@ -3,7 +3,8 @@
 //! readers do with it; where two readers cut the page differently (the quote reader's
 //! blocks and the lean page's), both sets stand here side by side, each saying why.
 
-/// Roles the model can act on. Their role, name, value and states form the page's controls.
+/// Aria roles the model can act on. Their role, name, value and states form the page's
+/// controls, and a lean live page keeps every line of one (SPEC 2).
 pub const CONTROL_ROLES: &[&str] = &[
     "button",
     "link",

@@ -152,6 +152,27 @@ impl Engine {
         Ok(guard::check(&tracker, name, arguments, &self.tools))
     }
 
+    /// The guard's verdict on a proposed call of `name` with `arguments` (JSON text), against
+    /// the session `tracker` followed so far: what [`check_call`](Self::check_call) answers
+    /// after a whole request, for a host that follows the session call by call (the MCP
+    /// guard). A call of no browser tool, or one that names no ref, is allowed.
+    pub fn check_tracked(&self, tracker: &Tracker, name: &str, arguments: &str) -> Verdict {
+        guard::check(tracker, name, arguments, &self.tools)
+    }
+
+    /// True when a call of tool `name` is a browser call under the config's
+    /// [`browser_tools`](Config::browser_tools) (behind any MCP prefix).
+    pub fn is_browser_tool(&self, name: &str) -> bool {
+        self.tools.is_browser(name)
+    }
+
+    /// True when a call of browser tool `name` only looks at the page (Playwright MCP's
+    /// `browser_find`, behind any MCP prefix): its result goes to [`Tracker::look`], which
+    /// counts no step (SPEC 4).
+    pub fn is_look(&self, name: &str) -> bool {
+        crate::tools::is_find(name)
+    }
+
     /// [`check_call`](Self::check_call) of a call as a request format writes it (JSON text):
     /// an OpenAI `tool_calls` entry, an Anthropic `tool_use` block, a Responses
     /// `function_call` item or a Gemini `functionCall` part. A call that is no JSON or names
