@@ -1,6 +1,7 @@
 //! The core's architecture (ARCHITECTURE.md, "The core, floor by floor" and "Invariants"),
 //! checked as tests in the manner of rust-analyzer's tidy tests: the import graph between the
-//! files of `src/` has no cycle, and every import keeps to its floor.
+//! files of `src/` has no cycle, every import keeps to its floor, and no host crate reaches
+//! past the facade into `staleguard::internal`.
 //!
 //! Each file is lexed by a real Rust lexer (`proc_macro2`), so comments are gone and strings
 //! of every kind are single literals: nothing in them is read as code. From the tokens the
@@ -194,6 +195,84 @@ fn a_broken_floor_is_reported() {
     }
 }
 
+/// The hosts (the CLI, the proxy, the MCP guard, the bindings) call the facade only:
+/// `internal` is for the tests and the fuzz targets. Test modules inside a host's `src/`
+/// count too.
+#[test]
+fn no_host_names_the_internal_module() {
+    let hosts = host_sources();
+    for host in [
+        "staleguard-cli",
+        "staleguard-mcp",
+        "staleguard-proxy",
+        "python",
+        "node",
+    ] {
+        assert!(
+            hosts.iter().any(|(path, _)| path.iter().any(|p| p == host)),
+            "no source of the host {host} was read: {:?}",
+            hosts.iter().map(|(p, _)| p).collect::<Vec<_>>()
+        );
+    }
+    let doors = back_doors(&hosts).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        doors.is_empty(),
+        "hosts that name staleguard::internal (use the facade, or give it what they need):\n{}",
+        doors.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_back_door_is_found() {
+    let named = [
+        "use staleguard::internal::refs::targets;\n",
+        "fn f() { let _ = staleguard::internal::refs::targets(\"{}\"); }\n",
+        "fn f() { let _ = ::staleguard::internal::refs::targets(\"\"); }\n",
+        "use staleguard::{Config, internal::refs};\n",
+        "use ::staleguard::{internal};\n",
+        "pub use staleguard::internal as inner;\n",
+        "use staleguard as core;\nfn f() { core::internal::refs::targets(\"\"); }\n",
+        "extern crate staleguard as sg;\nuse sg::internal::refs;\n",
+        "use staleguard::*;\nfn f() { internal::refs::targets(\"\"); }\n",
+        "use staleguard as sg;\nuse sg::*;\nfn f() { internal::refs::targets(\"\"); }\n",
+        "#[cfg(test)]\nmod tests {\n    use staleguard::internal::refs::has_ref_token;\n}\n",
+    ];
+    let doors_in = |text: &str| {
+        let files = [(PathBuf::from("host/src/lib.rs"), text.to_string())];
+        back_doors(&files).unwrap_or_else(|e| panic!("{e}"))
+    };
+    for planted in named {
+        let doors = doors_in(planted);
+        assert_eq!(doors.len(), 1, "{planted:?}: {doors:?}");
+        assert!(doors[0].starts_with("host/src/lib.rs: "), "{doors:?}");
+    }
+    let innocent = [
+        "// use staleguard::internal::refs;\n",
+        "/* staleguard::internal */\n",
+        "const S: &str = \"staleguard::internal::refs\";\n",
+        "mod internal;\nuse crate::internal::x;\nfn f() { self::internal::y(); }\n",
+        "use staleguard::{Config, Tracker};\nfn internal() {}\n",
+        "fn f() { texts::INTERNAL_ERROR; relay.internal_error(line); }\n",
+    ];
+    for text in innocent {
+        let doors = doors_in(text);
+        assert!(doors.is_empty(), "{text:?}: {doors:?}");
+    }
+    // In a real host: the MCP guard, as it was before it had a public tracker.
+    let planted = "\nuse staleguard::internal::progress::Tracker;\n";
+    let mut hosts = host_sources();
+    let (_, lib) = hosts
+        .iter_mut()
+        .find(|(path, _)| path.ends_with("crates/staleguard-mcp/src/lib.rs"))
+        .expect("the MCP guard's lib.rs");
+    lib.push_str(planted);
+    let doors = back_doors(&hosts).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        doors,
+        ["crates/staleguard-mcp/src/lib.rs: staleguard::internal::progress::Tracker"]
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Test helpers.
 
@@ -360,6 +439,96 @@ fn name(module: &[String]) -> String {
         "lib".to_string()
     } else {
         module.join("/")
+    }
+}
+
+/// Every `.rs` file under the `src/` of each host crate (every crate of `crates/` but the
+/// core, and every binding), by path relative to the repository, sorted.
+fn host_sources() -> Sources {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    for parent in ["crates", "bindings"] {
+        let dirs = std::fs::read_dir(repo.join(parent)).expect("the repository's crates");
+        for dir in dirs {
+            let dir = dir.expect("a directory entry").path();
+            let src = dir.join("src");
+            if dir.ends_with("crates/staleguard") || !src.is_dir() {
+                continue;
+            }
+            let mut files = Vec::new();
+            collect_rs(&src, &repo, &mut files);
+            out.extend(files);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every place in `files` that names the core's `internal` module, as `"file: path"`: a path
+/// through it in code or in a `use` tree, under the crate's own name or a name a file gives
+/// it (`use staleguard as core;`, `extern crate staleguard as sg;`), or `internal` itself
+/// after a glob import of the crate. Comments and strings are no code: the files are lexed.
+fn back_doors(files: &[(PathBuf, String)]) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        let tokens = TokenStream::from_str(text)
+            .map_err(|e| format!("{} does not lex: {e}", path.display()))?;
+        let mut paths = Vec::new();
+        every_path(&trees(tokens), &mut paths);
+        // The names the file gives the crate, and whether it imports all of its root.
+        let mut crate_names = BTreeSet::from(["staleguard".to_string()]);
+        for (segs, alias) in &paths {
+            if segs.len() == 1 && segs[0] == "staleguard" {
+                crate_names.extend(alias.clone());
+            }
+        }
+        let glob = paths
+            .iter()
+            .any(|(segs, _)| segs.len() == 2 && crate_names.contains(&segs[0]) && segs[1] == "*");
+        for (segs, _) in &paths {
+            let through_crate =
+                segs.len() >= 2 && crate_names.contains(&segs[0]) && segs[1] == "internal";
+            let through_glob = glob && segs.len() >= 2 && segs[0] == "internal";
+            if through_crate || through_glob {
+                found.push(format!("{}: {}", path.display(), segs.join("::")));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Every path of `tokens`, test code included: each path of a `use` tree or an
+/// `extern crate` with the name it brings in, and each path written in code (`a::b`, two
+/// segments or more) with none.
+fn every_path(tokens: &[TokenTree], out: &mut Vec<(Vec<String>, Option<String>)>) {
+    let mut i = 0;
+    while i < tokens.len() {
+        if is_ident(tokens.get(i), "extern") && is_ident(tokens.get(i + 1), "crate") {
+            if let Some(TokenTree::Ident(name)) = tokens.get(i + 2) {
+                let alias = match tokens.get(i + 4) {
+                    Some(TokenTree::Ident(alias)) if is_ident(tokens.get(i + 3), "as") => alias,
+                    _ => name,
+                };
+                out.push((vec![name.to_string()], Some(alias.to_string())));
+                i += 3;
+                continue;
+            }
+        }
+        let mut facts = Facts::default();
+        if let Some(next) = use_item(tokens, i, &Vec::new(), &mut facts) {
+            out.extend(facts.uses.into_iter().map(|u| (u.segs, u.name)));
+            i = next;
+            continue;
+        }
+        if let Some(next) = path_in_code(tokens, i, &Vec::new(), &mut facts) {
+            out.extend(facts.inline.into_iter().map(|(_, segs)| (segs, None)));
+            i = next;
+            continue;
+        }
+        if let TokenTree::Group(group) = &tokens[i] {
+            every_path(&trees(group.stream()), out);
+        }
+        i += 1;
     }
 }
 
@@ -570,8 +739,9 @@ fn expand_group(prefix: &[String], inside: &[TokenTree]) -> Vec<(Vec<String>, Op
     out
 }
 
-/// A path in code at `i` (`x::y`, not the tail of a longer path): recorded with the index
-/// past it. Which paths name the crate is decided once every file is known.
+/// A path in code at `i` (`x::y`, or `::x::y` from the root; not the tail of a longer path
+/// such as `a::x::y` or `<T>::x::y`): recorded with the index past it. Which paths name the
+/// crate is decided once every file is known.
 fn path_in_code(
     tokens: &[TokenTree],
     i: usize,
@@ -581,7 +751,10 @@ fn path_in_code(
     let TokenTree::Ident(first) = &tokens[i] else {
         return None;
     };
-    if i >= 2 && is_path_sep(tokens, i - 2) {
+    let tail = i >= 3
+        && is_path_sep(tokens, i - 2)
+        && (matches!(tokens[i - 3], TokenTree::Ident(_)) || is_punct(tokens.get(i - 3), '>'));
+    if tail {
         return None;
     }
     let mut segs = vec![first.to_string()];
