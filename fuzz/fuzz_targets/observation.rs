@@ -17,7 +17,7 @@ fuzz_target!(|text: &str| {
         }
     }
     let _ = staleguard::internal::receipt::verification_lines(text);
-    let mut archive = staleguard::internal::archive::Archive::new(2);
+    let mut archive = staleguard::Archive::new(2);
     archive.record(text, 1);
     let _ = archive.list(1);
     let out = neutralise(text);

@@ -194,7 +194,7 @@ async fn throughput(
 /// sessions) projected with one memo; prints the times.
 fn profile_warm() {
     let body = request(!std::env::args().any(|a| a == "repeated"));
-    let memo = staleguard::Memo::new(staleguard::internal::memo::DEFAULT_MEMO_BYTES);
+    let memo = staleguard::Memo::new(staleguard::Memo::DEFAULT_BYTES);
     let session = Turns::of(&body, 0);
     let turns: Vec<String> = (0..ROUNDS).map(|r| session.turn(r)).collect();
     let options = || staleguard::Options {
@@ -365,7 +365,7 @@ async fn run() {
     );
     let (warm, cold, hop) = if let Some(bin) = processes() {
         let cpus = pinned().then_some("1");
-        let memo = staleguard::internal::memo::DEFAULT_MEMO_BYTES;
+        let memo = staleguard::Memo::DEFAULT_BYTES;
         _children = [
             external::Proxy::spawn(&bin, up_addr, memo, true, cpus),
             external::Proxy::spawn(&bin, up_addr, 0, true, cpus),
@@ -373,12 +373,7 @@ async fn run() {
         ];
         (_children[0].addr, _children[1].addr, _children[2].addr)
     } else {
-        let warm = proxy(
-            up_addr,
-            staleguard::internal::memo::DEFAULT_MEMO_BYTES,
-            config(),
-        )
-        .await;
+        let warm = proxy(up_addr, staleguard::Memo::DEFAULT_BYTES, config()).await;
         let cold = proxy(up_addr, 0, config()).await;
         // The hop alone: a proxy that forwards without projecting.
         let off = Config {

@@ -230,10 +230,11 @@ fn cycle_plan(recordings: &[Recording]) -> Vec<Turn> {
 }
 
 /// The memo's estimate of what the readings of `texts` texts of `bytes` in all hold
-/// ([`staleguard::internal::memo::weight_of`]).
+/// ([`staleguard::internal::memo::weight_of`], a cost per entry and one per text byte).
 fn memo_weight(texts: u64, bytes: u64) -> u64 {
-    staleguard::internal::memo::ENTRY_BYTES * texts
-        + staleguard::internal::memo::BYTES_PER_TEXT_BYTE * bytes
+    use staleguard::internal::memo::weight_of;
+    let (entry, per_byte) = (weight_of(0), weight_of(1) - weight_of(0));
+    entry * texts + per_byte * bytes
 }
 
 #[derive(Default)]

@@ -12,14 +12,11 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion, Throughput};
 use request::build_request;
 use serde_json::Value;
+use staleguard::internal::progress::replayed;
 use staleguard::{Config, RequestFormat};
 
 #[path = "support/request.rs"]
 mod request;
-
-#[path = "../tests/support/replay.rs"]
-mod replay;
-use replay::replayed;
 
 /// Projection alone: what the 3x target is about.
 fn config() -> Config {
@@ -234,16 +231,10 @@ fn main() {
         let transcript = staleguard::internal::adapter::read_transcript(&body).expect("request");
         let stages: [(&str, Stage); 2] = [
             ("progress::track", |t| {
-                replayed(t, &config_full(), false)
-                    .into_progress()
-                    .steps
-                    .len()
+                replayed(t, &config_full(), false).progress().steps.len()
             }),
             ("progress::steps", |t| {
-                replayed(t, &config_full(), true)
-                    .into_progress()
-                    .steps
-                    .len()
+                replayed(t, &config_full(), true).progress().steps.len()
             }),
         ];
         for (name, stage) in stages {

@@ -84,7 +84,7 @@ impl Archive {
 
     /// Every browser observation and page report of `transcript`, with step numbers
     /// counted over its browser results, and how many there are.
-    pub fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
+    pub(crate) fn of_transcript(transcript: &Transcript<'_>, config: &Config) -> (Archive, usize) {
         let tools = config.tools();
         let memo = Memo::for_request();
         let session = Session::build(transcript, &tools, &memo);
@@ -137,7 +137,7 @@ impl Archive {
     }
 
     /// The observations kept, oldest first.
-    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()
     }
 

@@ -146,7 +146,7 @@ pub(crate) fn proposed_call(call: &Value) -> Option<(String, String)> {
 
 /// The verdict on every browser call of `session`, each against the session as it stood
 /// before that call: `(item index, verdict)`; and the progress of the same replay.
-pub fn verdicts(
+pub(crate) fn verdicts(
     session: &Session<'_>,
     tools: &BrowserTools,
     max_repeats: u32,
@@ -159,7 +159,12 @@ pub fn verdicts(
 }
 
 /// Asks the guard about a call, given the session so far.
-pub fn check(session: &Tracker, name: &str, arguments: &str, tools: &BrowserTools) -> Verdict {
+pub(crate) fn check(
+    session: &Tracker,
+    name: &str,
+    arguments: &str,
+    tools: &BrowserTools,
+) -> Verdict {
     if !tools.is_browser(name) || reads_only(name) {
         return Verdict::Allow { note: None };
     }

@@ -21,7 +21,7 @@ use quick_cache::Weighter;
 
 /// The default bound: 256 MiB of derived data: the readings of at least 20 MB of results,
 /// their evidence scores, and the checkpoints of about twenty sessions of a megabyte.
-pub const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MEMO_BYTES: usize = 256 * 1024 * 1024;
 
 /// Bytes a reading may hold once every part of it is read (tree, chunk words and facts,
 /// receipt), bounded from above: a tree line gives a canonical node (32 bytes), a
@@ -40,9 +40,9 @@ pub(crate) fn table_bytes<K, V>(capacity: usize) -> usize {
 }
 
 /// The fixed part of [`weight_of`].
-pub const ENTRY_BYTES: u64 = 1024;
+pub(crate) const ENTRY_BYTES: u64 = 1024;
 /// The part of [`weight_of`] for each byte of text.
-pub const BYTES_PER_TEXT_BYTE: u64 = 8;
+pub(crate) const BYTES_PER_TEXT_BYTE: u64 = 8;
 
 /// Which share of the bound a kept value counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

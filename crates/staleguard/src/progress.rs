@@ -31,7 +31,7 @@ enum Applied {
 
 /// The page as last seen: what a fingerprint covers, and the refs it offered.
 #[derive(Debug, Clone, Default)]
-pub struct Page {
+pub(crate) struct Page {
     /// The URL of the page as last named.
     pub url: String,
     /// The title of the page as last named.
@@ -190,7 +190,7 @@ impl Page {
     }
 
     /// The fingerprint of the page as last seen.
-    pub fn fingerprint(&self) -> Fingerprint {
+    pub(crate) fn fingerprint(&self) -> Fingerprint {
         let current = self
             .tabs
             .iter()
@@ -262,8 +262,9 @@ pub struct Step {
     pub fingerprint: Fingerprint,
     /// Consecutive browser results that left the fingerprint unchanged, this one included.
     pub no_progress: u32,
-    /// `no_progress` reached [`Config::max_repeats`](crate::Config::max_repeats): the session is stalled. Projection
-    /// appends [`guidance`] to the newest result when its step is.
+    /// `no_progress` reached [`Config::max_repeats`](crate::Config::max_repeats): the
+    /// session is stalled. Projection appends guidance to the newest result when its step is
+    /// ([`Tracker::stall_guidance`]).
     pub stalled: bool,
     /// A look (a snapshot file read back, a `browser_find`): it updated the page but left
     /// `no_progress` as the step before it had it (SPEC 4).
@@ -386,7 +387,7 @@ pub struct Tracker {
 
 impl Tracker {
     /// The page as the newest results describe it.
-    pub fn page(&self) -> &Page {
+    pub(crate) fn page(&self) -> &Page {
         &self.page
     }
 
@@ -404,13 +405,13 @@ impl Tracker {
     /// True when the newest page-naming result was a page report without a tree (a
     /// file-linked snapshot, a navigation, another page selected): the model has not seen
     /// the page's current refs.
-    pub fn page_unseen(&self) -> bool {
+    pub(crate) fn page_unseen(&self) -> bool {
         self.page_unseen
     }
 
     /// The page a call acts on when it is not the page of the newest tree: the call names
     /// a page ID (Chrome DevTools MCP's `pageId`) other than the one that tree was taken on.
-    pub fn other_page(&self, arguments: &str) -> Option<String> {
+    pub(crate) fn other_page(&self, arguments: &str) -> Option<String> {
         let wanted = crate::refs::page_id(arguments)?;
         let newest = self.page.page_id.as_deref()?;
         (wanted != newest).then_some(wanted)
@@ -498,7 +499,7 @@ impl Tracker {
     }
 
     /// The progress, taken out.
-    pub fn into_progress(self) -> Progress {
+    pub(crate) fn into_progress(self) -> Progress {
         self.progress
     }
 
@@ -525,7 +526,7 @@ impl Tracker {
 
     /// A tracker that keeps only what the no-progress counter needs: page fingerprints. It
     /// knows no refs, history or submissions.
-    pub fn counting(max_repeats: u32) -> Self {
+    pub(crate) fn counting(max_repeats: u32) -> Self {
         Tracker {
             counting: true,
             ..Tracker::new(max_repeats)
@@ -533,7 +534,7 @@ impl Tracker {
     }
 
     /// Replays `session`, calling `on_call` before each browser call is taken in.
-    pub fn replay(
+    pub(crate) fn replay(
         self,
         session: &Session<'_>,
         on_call: impl FnMut(&Tracker, usize, &str, &str),
@@ -611,7 +612,7 @@ impl Tracker {
     }
 
     /// Whether acting with `tool` on `element` now repeats an earlier submission.
-    pub fn repeated_submission(
+    pub(crate) fn repeated_submission(
         &self,
         at: usize,
         tool: &str,
@@ -650,7 +651,7 @@ impl Tracker {
     /// page (a targeted or depth-limited snapshot, part of a file), whose tree is part of
     /// the page and whose refs join the page's. A tree's text is kept for its refs: pass an
     /// `Arc<str>` to share it, a `&str` to have it copied.
-    pub fn result_of_part<T>(
+    pub(crate) fn result_of_part<T>(
         &mut self,
         at: usize,
         text: T,
@@ -849,11 +850,11 @@ fn names_whole_page(reading: &Reading, part: bool) -> bool {
 }
 
 /// The guidance that goes with a refused repeated submission.
-pub fn submission_guidance() -> String {
+pub(crate) fn submission_guidance() -> String {
     texts::submission_guidance()
 }
 
 /// The guidance appended to the newest browser result when the session is stalled.
-pub fn guidance(step: &Step) -> String {
+pub(crate) fn guidance(step: &Step) -> String {
     texts::stalled_guidance(step.no_progress, &step.fingerprint.short())
 }

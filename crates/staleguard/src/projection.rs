@@ -141,7 +141,7 @@ impl Plan {
 /// collapses to its receipt, and every browser result gets its report. The first
 /// observation to collapse carries the full stale notice, unless `notice_written` (a
 /// result before the session's first step, or one of its steps, is already collapsed).
-pub fn plan(session: &Session<'_>, receipt_max_bytes: usize, notice_written: bool) -> Plan {
+pub(crate) fn plan(session: &Session<'_>, receipt_max_bytes: usize, notice_written: bool) -> Plan {
     plan_waiting(session, receipt_max_bytes, notice_written, &[])
 }
 

@@ -19,7 +19,7 @@ use crate::result_lines;
 /// A piece of a result's text: a byte range of it, or, where the parser had to unescape, a
 /// string of its own. Ranges keep a reading free of borrows, so it can outlive the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// `text[start..end]`.
     At(usize, usize),
     /// Text that is not in the result as it is (an unescaped name).
@@ -38,7 +38,7 @@ impl Piece {
     }
 
     /// The piece's text, given the result text it was read from.
-    pub fn get<'s>(&'s self, text: &'s str) -> &'s str {
+    pub(crate) fn get<'s>(&'s self, text: &'s str) -> &'s str {
         match self {
             Piece::At(a, b) => text.get(*a..*b).unwrap_or(""),
             Piece::Own(s) => s,
@@ -48,7 +48,7 @@ impl Piece {
 
 /// A tab as the observation lists it: index, title, URL, current.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tab {
+pub(crate) struct Tab {
     /// Index as the server prints it (0- or 1-based, depending on the server).
     pub index: u32,
     /// The tab's page title.
@@ -61,7 +61,7 @@ pub struct Tab {
 
 /// What a result says of its page, read at header depth: enough to project it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// Name of the format that recognised the text.
     pub format: &'static str,
     /// A full tree, a diff, or a page report.
@@ -101,12 +101,12 @@ impl Header {
     }
 
     /// True when the result carries actionable refs (a full tree or a diff).
-    pub fn is_observation(&self) -> bool {
+    pub(crate) fn is_observation(&self) -> bool {
         self.kind != TreeKind::Report && self.refs > 0
     }
 
     /// The current tab, when tabs are listed.
-    pub fn current_tab(&self) -> Option<&Tab> {
+    pub(crate) fn current_tab(&self) -> Option<&Tab> {
         self.tabs.iter().find(|t| t.current)
     }
 }
@@ -122,7 +122,7 @@ fn tab(t: &observation::Tab<'_>) -> Tab {
 
 /// An actionable ref and the element it names, as pieces of the result text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RefPiece {
+pub(crate) struct RefPiece {
     /// The ref as the model sends it back (`e12`).
     pub id: Piece,
     /// The element's role; empty for `ref=eN [unchanged]`.
@@ -133,7 +133,7 @@ pub struct RefPiece {
 
 /// A chunk of a page-text read-back (the seed format's `Source: <url>` sections).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadBackPiece {
+pub(crate) struct ReadBackPiece {
     /// The read-back's own observation ID.
     pub observation: Piece,
     /// The `Source:` URL of the chunk.
@@ -144,7 +144,7 @@ pub struct ReadBackPiece {
 
 /// The parts of a result that need its whole tree, from one full parse.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TreeParts {
+pub(crate) struct TreeParts {
     /// The full parse found a tree (aria formats): the fingerprint takes `nodes`.
     pub has_tree: bool,
     /// Every actionable ref of the tree and the element it names, in order.
@@ -362,7 +362,7 @@ pub(crate) fn reads_as_confirmation(text: &str) -> bool {
 /// Everything derived from one result text alone. It borrows nothing: a [`Memo`] keeps it
 /// across requests, keyed by a hash of the text's bytes.
 #[derive(Debug)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// The short observation ID receipts show ([`observation_id`](crate::result_lines::observation_id)).
     pub id: String,
     /// The text reads as a failure (the wire format's own error flag is the step's).
@@ -380,7 +380,7 @@ pub struct Reading {
 
 impl Reading {
     /// Reads `text` at header depth; tree parts wait for their first use.
-    pub fn new(text: &str) -> Reading {
+    pub(crate) fn new(text: &str) -> Reading {
         count(&DETECTIONS);
         let header = observation::parse_header(text).map(|o| Header::of(&o));
         Reading::with(text, header, OnceLock::new())
@@ -388,7 +388,7 @@ impl Reading {
 
     /// Reads `text` in full: for callers that will need its tree parts, one pass gives the
     /// header and the tree.
-    pub fn full(text: &str) -> Reading {
+    pub(crate) fn full(text: &str) -> Reading {
         count(&DETECTIONS);
         count(&TREE_PARSES);
         let parsed = observation::parse(text);
@@ -418,7 +418,7 @@ impl Reading {
     /// (its parts are derived on first use): what a [`Memo`] entry of it costs.
     /// Counted by capacity, so an over-allocated vector counts in full; the allocator's own
     /// bookkeeping is not counted.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let string = |s: &String| s.capacity();
         let mut bytes = size_of::<Reading>() + string(&self.id);
@@ -440,14 +440,14 @@ impl Reading {
     }
 
     /// The tree parts of `text`, which must be the text this reading was made from.
-    pub fn tree(&self, text: &str) -> &TreeParts {
+    pub(crate) fn tree(&self, text: &str) -> &TreeParts {
         self.tree.get_or_init(|| TreeParts::read(text))
     }
 }
 
 /// How far to read a result when it is first seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Depth {
+pub(crate) enum Depth {
     /// The header only; the tree when first asked for.
     Header,
     /// Header and tree in one pass.
@@ -456,7 +456,7 @@ pub enum Depth {
 
 impl Depth {
     /// A reading of `text` to this depth.
-    pub fn read(self, text: &str) -> Reading {
+    pub(crate) fn read(self, text: &str) -> Reading {
         match self {
             Depth::Header => Reading::new(text),
             Depth::Full => Reading::full(text),
@@ -467,7 +467,7 @@ impl Depth {
 /// Where a session gets its readings: the one a memo keeps for the same bytes, or one
 /// read now to `depth` and kept from now on.
 #[derive(Debug, Clone, Copy)]
-pub struct Reader<'m> {
+pub(crate) struct Reader<'m> {
     /// Keeps readings across results and requests.
     pub memo: &'m Memo,
     /// How far a result not kept is read.
@@ -476,7 +476,7 @@ pub struct Reader<'m> {
 
 impl Reader<'_> {
     /// The reading of `text`, whose key in the memo is `key`.
-    pub fn reading(&self, key: u128, text: &str) -> Arc<Reading> {
+    pub(crate) fn reading(&self, key: u128, text: &str) -> Arc<Reading> {
         // 128 bits make a collision unlikely; the length check (see `Reading::bytes`)
         // makes a wrong hit on text of another size impossible.
         let same = |r: &Reading| r.bytes == text.len();

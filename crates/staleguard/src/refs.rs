@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 /// True for a ref id: `[A-Za-z0-9_-]+`.
-pub fn is_ref_id(id: &str) -> bool {
+pub(crate) fn is_ref_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(is_id_byte)
 }
 
@@ -105,7 +105,7 @@ pub(crate) fn page_id(arguments: &str) -> Option<String> {
 }
 
 /// A `pageId` argument's value as `page_id` reads it.
-pub fn page_id_of(value: &Value) -> Option<String> {
+pub(crate) fn page_id_of(value: &Value) -> Option<String> {
     match value {
         Value::Number(n) => Some(n.to_string()),
         Value::String(s) => Some(s.clone()),

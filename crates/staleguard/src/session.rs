@@ -25,7 +25,7 @@ use crate::transcript::{Item, Transcript};
 
 /// One browser call and its result.
 #[derive(Debug, Clone)]
-pub struct Step<'t> {
+pub(crate) struct Step<'t> {
     /// Index of the result in the transcript.
     pub item: usize,
     /// Index of the message (or item) that carries the result in the request.
@@ -118,7 +118,7 @@ impl<K: DerivedKind> Debug for Slot<K> {
 
 impl Step<'_> {
     /// The observation kind when the step carries a live-able tree: not failed, with refs.
-    pub fn tree_kind(&self) -> Option<TreeKind> {
+    pub(crate) fn tree_kind(&self) -> Option<TreeKind> {
         match &self.reading.header {
             Some(h) if !self.failed && h.is_observation() => match h.kind {
                 TreeKind::Full if self.partial => Some(TreeKind::Partial),
@@ -129,7 +129,7 @@ impl Step<'_> {
     }
 
     /// The tree parts of this step's text.
-    pub fn tree(&self) -> &TreeParts {
+    pub(crate) fn tree(&self) -> &TreeParts {
         self.reading.tree(self.text)
     }
 }
@@ -137,7 +137,7 @@ impl Step<'_> {
 /// The page a browser result named when it linked its tree to a file: what a read of the
 /// file shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkedPage {
+pub(crate) struct LinkedPage {
     /// The page's URL, as the linking result named it.
     pub url: Option<String>,
     /// The page's title, as the linking result named it.
@@ -194,7 +194,7 @@ fn stamp(file: &str) -> Option<&str> {
 
 /// A browser call, in transcript order.
 #[derive(Debug, Clone, Copy)]
-pub struct Call<'t> {
+pub(crate) struct Call<'t> {
     /// Index of the call in the transcript.
     pub item: usize,
     /// Index of the message (or item) that carries the call in the request.
@@ -207,7 +207,7 @@ pub struct Call<'t> {
 
 /// Every browser call and result of a transcript, read once.
 #[derive(Debug, Clone)]
-pub struct Session<'t> {
+pub(crate) struct Session<'t> {
     /// Where the readings are kept, and what the stages derive from them.
     pub memo: &'t Memo,
     /// Browser results in order, each with its call.
@@ -227,7 +227,7 @@ pub struct Session<'t> {
 impl<'t> Session<'t> {
     /// Reads the browser steps of `transcript` at header depth. Identical result texts
     /// share one reading, and so do those `memo` kept from earlier requests.
-    pub fn build(
+    pub(crate) fn build(
         transcript: &'t Transcript<'_>,
         tools: &BrowserTools,
         memo: &'t Memo,
@@ -241,7 +241,7 @@ impl<'t> Session<'t> {
 
     /// [`build`](Self::build), with the readings `reader` gives: read to [`Depth::Full`]
     /// when the analyses will read trees, which saves a header pass over each.
-    pub fn read(
+    pub(crate) fn read(
         transcript: &'t Transcript<'_>,
         tools: &BrowserTools,
         reader: Reader<'t>,
@@ -337,7 +337,7 @@ impl<'t> Session<'t> {
     }
 
     /// Calls and steps merged in transcript order.
-    pub fn events(&self) -> impl Iterator<Item = Event<'_, 't>> {
+    pub(crate) fn events(&self) -> impl Iterator<Item = Event<'_, 't>> {
         let mut calls = self.calls.iter().peekable();
         let mut steps = self.steps.iter().peekable();
         std::iter::from_fn(move || match (calls.peek(), steps.peek()) {
@@ -365,7 +365,7 @@ fn is_page_by_content(reading: &Reading) -> bool {
 
 /// A browser call or result, for analyses that replay the session.
 #[derive(Debug, Clone, Copy)]
-pub enum Event<'s, 't> {
+pub(crate) enum Event<'s, 't> {
     /// A browser call.
     Call(Call<'t>),
     /// A browser result, with its call.

@@ -51,7 +51,7 @@ pub(crate) const FIND_TOOL: &str = "browser_find";
 
 /// Playwright MCP's `browser_find`, behind any MCP prefix: a search in the page, a look
 /// that acts on nothing (SPEC 4).
-pub fn is_find(name: &str) -> bool {
+pub(crate) fn is_find(name: &str) -> bool {
     bare_names(name).any(|n| n == FIND_TOOL)
 }
 

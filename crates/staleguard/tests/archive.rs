@@ -3,10 +3,9 @@
 
 mod support;
 
-use staleguard::internal::adapter::read_transcript;
-use staleguard::internal::archive::Archive;
+use staleguard::internal::archive::entries;
 use staleguard::internal::refs::has_ref_token;
-use staleguard::ARCHIVE_TAG;
+use staleguard::{Request, RequestFormat, ARCHIVE_TAG};
 use support::{on, openai_fixtures, project, read};
 
 fn receipt_ids(body: &str) -> Vec<String> {
@@ -22,9 +21,9 @@ fn every_receipt_reads_back_stale_and_read_only() {
     for path in openai_fixtures() {
         let body = read(&path);
         let projected = project(&body);
-        let transcript = read_transcript(&body).expect("a recorded request");
-        let (archive, now) = Archive::of_transcript(&transcript, &on());
-        let newest = archive.entries().last().map(|e| e.id.clone());
+        let request = Request::read(&body, RequestFormat::Auto).expect("a recorded request");
+        let (archive, now) = request.archive(&on());
+        let newest = entries(&archive).last().map(|e| e.id.clone());
         for id in receipt_ids(&projected.body) {
             let old = archive
                 .read_back(&id, now)
@@ -42,7 +41,7 @@ fn every_receipt_reads_back_stale_and_read_only() {
                 "{}: {id} keeps a live ref",
                 path.display()
             );
-            let original = archive.entries().find(|e| e.id == id).map(|e| e.text.len());
+            let original = entries(&archive).find(|e| e.id == id).map(|e| e.text.len());
             assert!(original.is_some_and(|n| n > 0));
             checked += 1;
         }

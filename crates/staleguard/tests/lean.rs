@@ -54,7 +54,7 @@ fn content(body: &str, message: usize) -> String {
 /// The refs of a tree's controls: lines whose role is a control role or that carry
 /// `[cursor=pointer]`, read from the lines alone.
 fn actionable_refs(text: &str) -> Vec<String> {
-    let roles = staleguard::internal::observation::aria::CONTROL_ROLES;
+    let roles = staleguard::CONTROL_ROLES;
     let mut out = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.trim_start().strip_prefix("- ") else {

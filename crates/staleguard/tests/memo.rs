@@ -363,14 +363,8 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
                 continue;
             }
             let text = support::content_text(&message);
-            let key = memo.key(&text);
-            let reading = staleguard::internal::session::Reader {
-                memo: &memo,
-                depth: staleguard::internal::session::Depth::Header,
-            }
-            .reading(key, &text);
             let (held, weight) = (
-                reading.heap_bytes(),
+                staleguard::internal::memo::reading_bytes(&memo, &text),
                 staleguard::internal::memo::weight_of(text.len()),
             );
             checked += 1;
@@ -409,13 +403,8 @@ fn a_kept_reading_holds_no_more_than_its_weight() {
             "what did the first page say about w17x?",
         );
         run(&body, RequestFormat::OpenAiChat, &config, Some(&memo));
-        let reading = staleguard::internal::session::Reader {
-            memo: &memo,
-            depth: staleguard::internal::session::Depth::Header,
-        }
-        .reading(memo.key(page), page);
         let (held, weight) = (
-            reading.heap_bytes(),
+            staleguard::internal::memo::reading_bytes(&memo, page),
             staleguard::internal::memo::weight_of(page.len()),
         );
         assert!(

@@ -279,16 +279,16 @@ proptest! {
         let n = messages(body).len();
         let prefix = truncate(body, 1 + cut.index(n));
         let t = transcript(&prefix);
-        let tools = staleguard::internal::tools::BrowserTools::new(&on().browser_tools);
-        let memo = staleguard::Memo::default();
-        let steps = staleguard::internal::session::Session::build(&t, &tools, &memo);
-        let session = progress::Tracker::new(on().max_repeats).replay(&steps, |_, _, _, _| {});
-        prop_assume!(!session.page_unseen() && !session.page().refs.is_empty());
-        let mut refs: Vec<_> = session.page().refs.iter().collect();
+        let session = progress::replayed(&t, &on(), false);
+        let page = progress::page_refs(&session);
+        prop_assume!(!page.is_empty());
+        let mut refs: Vec<_> = page.iter().collect();
         refs.sort_by(|a, b| a.0.cmp(b.0));
         let (id, element) = &refs[which.index(refs.len())];
         prop_assume!(!progress::is_submit_like(element));
         let args = serde_json::json!({"element": format!("{} {}", element.name, element.role), "ref": id, "target": id}).to_string();
+        // The model has read the newest page's refs: no snapshot is missing.
+        prop_assume!(!session.needs_snapshot(&args));
         let verdict = support::check(&t, "browser_click", &args, &on());
         prop_assert!(verdict.is_allowed(), "{id} {element:?}: {verdict:?}");
     }

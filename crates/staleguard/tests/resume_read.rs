@@ -12,11 +12,9 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
-use staleguard::internal::adapter::{
-    read_request, read_request_from, Breakpoint, RequestFormat, ResumeAt, WireRequest,
-};
+use staleguard::internal::adapter::{read_request, read_request_from, ResumeAt, WireRequest};
 use staleguard::internal::transcript::Item;
-use staleguard::Edit;
+use staleguard::{Breakpoint, Edit, RequestFormat};
 
 /// What a breakpoint of our own adds to a block.
 const BREAKPOINT_TEXT: &str = r#","cache_control":{"type":"ephemeral"}"#;

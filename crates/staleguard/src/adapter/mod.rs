@@ -30,4 +30,4 @@ pub use request::ResumeAt;
 pub(crate) use request::SplitWrite;
 
 pub use format::RequestFormat;
-pub use read::{detect_format, read_request, read_request_from, read_transcript};
+pub use read::{read_request, read_request_from, read_transcript};

@@ -80,11 +80,6 @@ pub fn read_transcript(body: &str) -> Result<Transcript<'_>, Error> {
     Ok(read_request(body, RequestFormat::Auto)?.0.into_transcript())
 }
 
-/// Tells the format from the body alone, and says which rule decided.
-pub fn detect_format(body: &str) -> Result<(RequestFormat, &'static str), Error> {
-    decide(openai_chat::read(body)?.hints)
-}
-
 fn decide(hints: Hints) -> Result<(RequestFormat, &'static str), Error> {
     if !hints.has_messages && hints.has_input {
         return Ok((

@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use memchr::memchr;
 
 use super::model::{Control, ElementRef, Node, Observation};
-pub use super::roles::{is_control_role, CONTROL_ROLES};
+pub(crate) use super::roles::is_control_role;
+pub use super::roles::CONTROL_ROLES;
 use super::roles::{READING_BLOCK_ROLES, TABLE_ROLES};
 
 /// Roles whose accessible name is page text that is not repeated as a text child.
@@ -32,7 +33,7 @@ const NON_STATE_PREFIXES: &[&str] = &["ref=", "cursor=", "nth=", "url="];
 
 /// What a parsed tree contained, beyond what it added to the observation.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TreeStats {
+pub(crate) struct TreeStats {
     /// Lines that parsed as nodes (including `ref=eN [unchanged]` lines).
     pub nodes: usize,
     /// True when the tree is an incremental diff: it has `<changed>` or `[unchanged]` lines.
@@ -40,7 +41,7 @@ pub struct TreeStats {
 }
 
 /// Parses every line of `tree` and appends its refs, nodes and chunks to `obs`.
-pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
+pub(crate) fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
     // Nearly every line is a node with a ref: size once instead of growing MBs of parts.
     let count = memchr::memchr_iter(b'\n', tree.as_bytes()).count() + 1;
     obs.nodes.reserve(count);
@@ -50,7 +51,7 @@ pub fn parse_tree<'a>(tree: &'a str, obs: &mut Observation<'a>) -> TreeStats {
 
 /// [`parse_tree`] of a tree given line by line, for a tree whose lines carry more than the
 /// tree (a file tool's line numbers).
-pub fn parse_lines<'a>(
+pub(crate) fn parse_lines<'a>(
     tree: impl Iterator<Item = &'a str>,
     obs: &mut Observation<'a>,
 ) -> TreeStats {
@@ -399,7 +400,7 @@ pub fn tree_nodes(tree: &str) -> Vec<Node> {
 /// One line of text: its start offset, the offset of the next line, and the text without
 /// the line break (`\n` or `\r\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// Offset of the line's first byte.
     pub start: usize,
     /// Offset of the next line's first byte (past the line break).
@@ -409,20 +410,20 @@ pub struct Line<'a> {
 }
 
 /// Iterates the lines of `text` with `memchr`.
-pub fn lines(text: &str) -> Lines<'_> {
+pub(crate) fn lines(text: &str) -> Lines<'_> {
     Lines { text, pos: 0 }
 }
 
 /// Iterator returned by [`lines`].
 #[derive(Debug, Clone)]
-pub struct Lines<'a> {
+pub(crate) struct Lines<'a> {
     text: &'a str,
     pos: usize,
 }
 
 impl Lines<'_> {
     /// Continues at byte `pos` of the text (the start of a line).
-    pub fn seek(&mut self, pos: usize) {
+    pub(crate) fn seek(&mut self, pos: usize) {
         self.pos = pos;
     }
 }
@@ -449,11 +450,11 @@ impl<'a> Iterator for Lines<'a> {
 /// Parses tree lines one at a time, keeping the buffer the node hashes are built in from
 /// one line to the next.
 #[derive(Default)]
-pub struct LineParser {
+pub(crate) struct LineParser {
     /// What the lines parsed so far contained.
     pub stats: TreeStats,
     canon: Vec<u8>,
-    /// List controls in [`Observation::controls`] (only [`controls`] does).
+    /// List controls in [`Observation::controls`] (only the tests' `controls` does).
     controls: bool,
     /// The next line is read inside a block, where a link's name is part of a sentence.
     links_are_text: bool,
@@ -462,8 +463,9 @@ pub struct LineParser {
 /// The controls of an aria tree: every node of a [`CONTROL_ROLES`] role, with its name,
 /// value and sorted states. A parse leaves them out of `Observation::controls`: the tree's
 /// nodes already carry them into the fingerprint, and on a dense page of buttons listing them
-/// took a third of the parse's memory.
-pub fn controls(tree: &str) -> Vec<Control<'_>> {
+/// took a third of the parse's memory. Tests of each format's parse list them.
+#[cfg(test)]
+pub(crate) fn controls(tree: &str) -> Vec<Control<'_>> {
     let mut obs = Observation::new("aria", super::model::TreeKind::Full);
     let mut parser = LineParser {
         controls: true,
@@ -486,7 +488,7 @@ impl LineParser {
     /// node lines, its ref and text chunks. Lines that are not nodes (property
     /// lines such as `- /url: ...`, prose, broken quoting) add only their text to the
     /// fingerprint.
-    pub fn line<'a>(&mut self, line: &'a str, obs: &mut Observation<'a>) {
+    pub(crate) fn line<'a>(&mut self, line: &'a str, obs: &mut Observation<'a>) {
         let body = trim_indent(line);
         if !body.is_empty() {
             self.body(line.len() - body.len(), body, obs);
@@ -543,7 +545,7 @@ impl LineParser {
 }
 
 /// The hash a `Node` keeps of its ref, to merge diffs: never part of the fingerprint.
-pub fn ref_hash(id: &str) -> u64 {
+pub(crate) fn ref_hash(id: &str) -> u64 {
     // 0 stands for "no ref".
     xxhash_rust::xxh3::xxh3_64(id.as_bytes()).max(1)
 }
@@ -552,7 +554,7 @@ pub fn ref_hash(id: &str) -> u64 {
 /// building anything. Trees can be MBs with a ref on nearly every line, so each line is read
 /// once, in place, by a byte-level reader; lines it does not vouch for go to the same key
 /// parser as [`LineParser::line`].
-pub fn count_refs(tree: &str) -> (usize, bool) {
+pub(crate) fn count_refs(tree: &str) -> (usize, bool) {
     let (count, diff, _) = count_lines(tree, 0, false);
     (count, diff)
 }
@@ -830,7 +832,7 @@ fn unchanged_ref(rest: &str) -> Option<&str> {
     (tail.trim_end() == "[unchanged]" && is_ref_id(id)).then_some(id)
 }
 
-pub use crate::refs::is_ref_id;
+pub(crate) use crate::refs::is_ref_id;
 
 /// Byte range into the key source.
 type Span = (usize, usize);
@@ -1034,7 +1036,7 @@ fn value_of(after: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Removes YAML quoting from a scalar: `"..."` (JSON escapes), `'...'` (`''`), or plain.
-pub fn unquote(v: &str) -> Cow<'_, str> {
+pub(crate) fn unquote(v: &str) -> Cow<'_, str> {
     if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
         return unescape(v.get(1..v.len() - 1).unwrap_or(""));
     }
@@ -1051,7 +1053,7 @@ pub fn unquote(v: &str) -> Cow<'_, str> {
 
 /// Resolves the backslash escapes of a double-quoted string (JSON / YAML style). Borrows
 /// when there is no escape.
-pub fn unescape(raw: &str) -> Cow<'_, str> {
+pub(crate) fn unescape(raw: &str) -> Cow<'_, str> {
     if memchr(b'\\', raw.as_bytes()).is_none() {
         return Cow::Borrowed(raw);
     }

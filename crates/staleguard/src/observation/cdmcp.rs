@@ -66,7 +66,7 @@ const NAMED_TEXT_ROLES: &[&str] = &[
 
 /// Detector for Chrome DevTools MCP results.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ChromeDevTools;
+pub(crate) struct ChromeDevTools;
 
 impl ObservationFormat for ChromeDevTools {
     fn name(&self) -> &'static str {

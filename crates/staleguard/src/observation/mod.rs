@@ -12,8 +12,8 @@
 
 pub(crate) mod agent_browser;
 pub(crate) mod ankita;
-pub mod aria;
-pub mod cdmcp;
+pub(crate) mod aria;
+pub(crate) mod cdmcp;
 mod model;
 mod pw_common;
 pub(crate) mod pw_find;
@@ -49,12 +49,12 @@ pub(crate) fn format_named(name: &str) -> Option<&'static dyn ObservationFormat>
 
 /// `ObservationFormat::snapshot_tool` of the format named `name`; `browser_snapshot` when
 /// no format named the page yet.
-pub fn snapshot_tool(name: &str) -> &'static str {
+pub(crate) fn snapshot_tool(name: &str) -> &'static str {
     format_named(name).map_or("browser_snapshot", |f| f.snapshot_tool())
 }
 
 /// `ObservationFormat::refs_unique` of the format named `name`.
-pub fn refs_unique(name: &str) -> bool {
+pub(crate) fn refs_unique(name: &str) -> bool {
     format_named(name).is_some_and(|f| f.refs_unique())
 }
 

@@ -113,7 +113,7 @@ pub struct Observation<'a> {
     pub counted_refs: usize,
     /// Interactive elements and their states, for formats without an aria tree (full parses
     /// only): their fingerprint takes them. An aria tree's nodes carry its controls into the
-    /// fingerprint; [`aria::controls`](super::aria::controls) lists them.
+    /// fingerprint; the tests' `aria::controls` lists them.
     pub controls: Vec<Control<'a>>,
     /// Page text as the browser returned it: text nodes, paragraphs, headings, cells.
     pub chunks: Vec<Cow<'a, str>>,

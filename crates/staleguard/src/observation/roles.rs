@@ -26,7 +26,7 @@ pub const CONTROL_ROLES: &[&str] = &[
 ];
 
 /// True for roles listed in [`CONTROL_ROLES`].
-pub fn is_control_role(role: &str) -> bool {
+pub(crate) fn is_control_role(role: &str) -> bool {
     // A match compiles to a switch on length and byte compares: every node line asks.
     matches!(
         role,

@@ -12,14 +12,14 @@ use crate::support::on;
 /// read (quotes, `[staleguard receipt]`, U+2028, bidi and zero-width characters).
 #[test]
 fn the_archive_lists_each_page_on_one_line_and_reads_every_receipt_back() {
-    use staleguard::internal::archive::Archive;
+    use staleguard::internal::archive::entries;
     let mut read_back = 0;
     for server in SERVERS {
         for session in SESSIONS {
             let body = chat(server, session);
             let p = project(&body, RequestFormat::OpenAiChat, &on());
-            let transcript = staleguard::internal::adapter::read_transcript(&body).expect("reads");
-            let (archive, now) = Archive::of_transcript(&transcript, &on());
+            let request = staleguard::Request::read(&body, RequestFormat::Auto).expect("reads");
+            let (archive, now) = request.archive(&on());
             let list = archive.list(now);
             let lines: Vec<&str> = list.split('\n').collect();
             assert_eq!(
@@ -28,7 +28,7 @@ fn the_archive_lists_each_page_on_one_line_and_reads_every_receipt_back() {
                 "{server}/{session}: {list:.2000}"
             );
             assert!(lines[0].starts_with(staleguard::ARCHIVE_TAG));
-            for (line, entry) in lines[1..].iter().zip(archive.entries()) {
+            for (line, entry) in lines[1..].iter().zip(entries(&archive)) {
                 assert!(
                     line.starts_with(&format!("- {} | ", entry.id)),
                     "{line:.300}"

@@ -551,7 +551,7 @@ fn check_lean(case: &str, whole: &str, lean: &str, w: &mut Written) {
                 .chars()
                 .take_while(char::is_ascii_alphabetic)
                 .collect();
-            staleguard::internal::observation::aria::CONTROL_ROLES.contains(&role.as_str())
+            staleguard::CONTROL_ROLES.contains(&role.as_str())
         }) || line.contains("[cursor=pointer]");
         if let (true, Some(r)) = (is_control, attribute_ref(line)) {
             assert!(

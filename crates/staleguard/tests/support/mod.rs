@@ -1,15 +1,14 @@
 //! Shared test support: fixture discovery and the SPEC 2 invariant checker.
 #![allow(dead_code)]
 
-mod replay;
 mod scenarios;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use staleguard::internal::progress::replayed;
 use staleguard::{Config, Projection, RequestFormat, Status};
 
-pub(crate) use replay::replayed;
 // Not every test binary uses it.
 #[allow(unused_imports)]
 pub(crate) use scenarios::SCENARIOS;
@@ -313,7 +312,7 @@ pub(crate) fn track(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> staleguard::Progress {
-    replayed(transcript, config, false).into_progress()
+    replayed(transcript, config, false).progress().clone()
 }
 
 /// The no-progress steps of a transcript, as projection counts them.
@@ -321,7 +320,7 @@ pub(crate) fn steps(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> staleguard::Progress {
-    replayed(transcript, config, true).into_progress()
+    replayed(transcript, config, true).progress().clone()
 }
 
 /// The guard's verdict on every browser call of `transcript`: `(item index, verdict)`.
@@ -329,11 +328,7 @@ pub(crate) fn verdicts(
     transcript: &staleguard::internal::transcript::Transcript<'_>,
     config: &Config,
 ) -> Vec<(usize, staleguard::Verdict)> {
-    use staleguard::internal::{guard, session::Session, tools::BrowserTools};
-    let tools = BrowserTools::new(&config.browser_tools);
-    let memo = staleguard::Memo::default();
-    let session = Session::build(transcript, &tools, &memo);
-    guard::verdicts(&session, &tools, config.max_repeats).1
+    staleguard::internal::guard::verdicts(transcript, config)
 }
 
 /// The guard's verdict on a call proposed after the whole `transcript`.
@@ -343,9 +338,8 @@ pub(crate) fn check(
     arguments: &str,
     config: &Config,
 ) -> staleguard::Verdict {
-    let tools = staleguard::internal::tools::BrowserTools::new(&config.browser_tools);
     let tracker = replayed(transcript, config, false);
-    staleguard::internal::guard::check(&tracker, name, arguments, &tools)
+    staleguard::Engine::new(config.clone()).check_tracked(&tracker, name, arguments)
 }
 
 /// The neutral transcript of a request body (any wire format).
