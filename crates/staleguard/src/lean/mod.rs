@@ -193,8 +193,12 @@ fn same_page(session: &Session<'_>, i: usize) -> bool {
         return false;
     }
     let (now, then) = (step.tree(), before.tree());
-    let url = |s: &Step<'_>| s.reading.header.as_ref().and_then(|h| h.url.clone());
     now.has_tree && then.has_tree && now.digest == then.digest && url(step) == url(before)
+}
+
+/// The URL a step's result names, if any.
+fn url<'s>(step: &'s Step<'_>) -> Option<&'s str> {
+    step.reading.header.as_ref()?.url.as_deref()
 }
 
 /// The user's messages after step `i` of `session` (a live page), each with the transcript
