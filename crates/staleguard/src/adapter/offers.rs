@@ -107,9 +107,25 @@ pub(super) fn in_tools(raw: Option<&RawValue>) -> Offered {
 
 /// The ways back the top-level `tools` (or Chat Completions' legacy `functions`, Gemini Code
 /// Assist's `request.tools`) name, or the Responses `instructions` or Gemini's
-/// `systemInstruction` list. Read apart from the envelope, so that a body that gives a key
-/// twice is read as it always was, and only when the body holds the name at all.
+/// `systemInstruction` list, read only when the body names `browser_history` at all (every
+/// request of a guarded agent, and only those: the server's `browser_find` alone is read on
+/// demand, [`top_level_find`]). Read apart from the envelope, so that a body that gives a key
+/// twice is read as it always was.
 pub(super) fn in_body(body: &str) -> Offered {
+    match body.contains(HISTORY_TOOL) {
+        true => declared(body, 0),
+        false => Offered::default(),
+    }
+}
+
+/// Whether the top-level declarations [`in_body`] reads offer `browser_find`, for a body
+/// [`in_body`] did not read.
+pub(super) fn top_level_find(body: &str) -> bool {
+    !body.contains(HISTORY_TOOL) && body.contains(FIND_TOOL) && declared(body, 0).find
+}
+
+/// What the top-level declarations offer; `depth` 1 inside Gemini Code Assist's `request`.
+fn declared(body: &str, depth: u8) -> Offered {
     #[derive(Deserialize)]
     struct Declares<'a> {
         #[serde(borrow)]
@@ -123,24 +139,18 @@ pub(super) fn in_body(body: &str) -> Offered {
         #[serde(borrow)]
         request: Option<&'a RawValue>,
     }
-    fn declares(body: &str, depth: u8) -> Offered {
-        let Ok(d) = serde_json::from_str::<Declares<'_>>(body) else {
-            return Offered::default();
-        };
-        let wrapped = match d.request {
-            Some(r) if depth == 0 => declares(r.get(), 1),
-            _ => Offered::default(),
-        };
-        in_tools(d.tools)
-            | in_tools(d.functions)
-            | in_system(d.instructions)
-            | in_content(d.system_instruction)
-            | wrapped
-    }
-    match body.contains(HISTORY_TOOL) || body.contains(FIND_TOOL) {
-        true => declares(body, 0),
-        false => Offered::default(),
-    }
+    let Ok(d) = serde_json::from_str::<Declares<'_>>(body) else {
+        return Offered::default();
+    };
+    let wrapped = match d.request {
+        Some(r) if depth == 0 => declared(r.get(), 1),
+        _ => Offered::default(),
+    };
+    in_tools(d.tools)
+        | in_tools(d.functions)
+        | in_system(d.instructions)
+        | in_content(d.system_instruction)
+        | wrapped
 }
 
 /// The ways back a Gemini content (`{"parts": [{"text": ...}]}`, or a plain string) lists:
@@ -286,5 +296,19 @@ mod tests {
         let named_in_a_result =
             r#"{"messages":[{"role":"tool","content":"browser_find"}],"tools":[]}"#;
         assert_eq!(in_body(named_in_a_result), Offered::default());
+        assert!(!top_level_find(named_in_a_result));
+    }
+
+    #[test]
+    fn a_body_is_read_for_find_only_when_asked() {
+        let body =
+            r#"{"messages":[],"tools":[{"type":"function","function":{"name":"browser_find"}}]}"#;
+        assert_eq!(in_body(body), Offered::default(), "the read passes it by");
+        assert!(top_level_find(body), "asked, it reads the tools");
+        let gemini = r#"{"model":"m","request":{"contents":[],"tools":[{"functionDeclarations":[{"name":"mcp_pw_browser_find"}]}]}}"#;
+        assert!(top_level_find(gemini));
+        assert!(!top_level_find(
+            r#"{"messages":[],"tools":[{"name":"browser_click"}]}"#
+        ));
     }
 }

@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use super::content::{self, Content, Shape, Style};
 use super::format::RequestFormat;
 use super::lenient::{is_json_space, List, Located, Seen};
-use super::offers::Offered;
+use super::offers::{self, Offered};
 use crate::transcript::Edit;
 use crate::transcript::{Item, ToolResult, Transcript};
 
@@ -43,9 +43,10 @@ pub struct Hints {
     pub server_side_history: bool,
     /// The ways back the request offers: the MCP guard's `browser_history` tool (the guard
     /// stands between the model and the browser, SPEC 9, C5), the server's `browser_find`.
-    /// `find` is a whole read's word only: a Chat Completions tail read sees neither the
-    /// system messages before it nor a `tools` list, and the one user of `find`, a lean page,
-    /// never resumes from a checkpoint.
+    /// `find` is only what the read met on its way (a system text, Anthropic's `tools`): ask
+    /// [`WireRequest::offers_find`], which reads the rest when asked. It is a whole read's word
+    /// only: a Chat Completions tail read sees neither the system messages before it nor a
+    /// `tools` list, and the one user of `find`, a lean page, never resumes from a checkpoint.
     pub offers: Offered,
 }
 
@@ -397,6 +398,13 @@ impl<'a> WireRequest<'a> {
             blocks_seen: start.blocks_seen,
             breakpoints: start.breakpoints,
         })
+    }
+
+    /// Whether the request offers the server's `browser_find` (SPEC 2, "The way back"). The
+    /// top-level tools are read for it here, only when a lean page asks: every Playwright MCP
+    /// 0.0.83 body names the tool, and reading them on every body cost a second parse of it.
+    pub(crate) fn offers_find(&self) -> bool {
+        self.hints.offers.find || offers::top_level_find(self.body)
     }
 
     /// The neutral transcript of the body.

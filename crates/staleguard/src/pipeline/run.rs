@@ -322,7 +322,7 @@ fn add_lean(
     let options = crate::lean::Options {
         min_bytes: config.lean_min_bytes,
         guard: waits,
-        find: request.hints.offers.find,
+        find: request.offers_find(),
         quote_bytes: config
             .evidence_on()
             .then_some(config.evidence_max_quote_bytes),
