@@ -444,12 +444,12 @@ fn refs_are_scoped_in_whichever_text_part_holds_them() {
 /// scoped on the way), the model's request is built from what the client received, the
 /// proxy's projection collapses its older pages, and every receipt's observation ID, asked
 /// of `browser_history`, returns that page.
-#[test]
-fn a_receipt_id_leads_to_its_page_in_browser_history() {
-    let text = recorded_order();
-    let mut r = relay();
+/// Replays the JSON-RPC lines of a recording through `r`, the model's side written as Chat
+/// Completions messages after the user's `task`: each answer to a call the model made is a
+/// tool message with the parts the relay gave it.
+fn relayed_chat(text: &str, r: &mut Relay, task: &str) -> Vec<Value> {
     let mut calls = std::collections::HashMap::new();
-    let mut messages = vec![json!({"role": "user", "content": "Order 3 widgets for Ada."})];
+    let mut messages = vec![json!({"role": "user", "content": task})];
     for l in text.lines() {
         let record: Value = serde_json::from_str(l).expect("record");
         let msg = &record["msg"];
@@ -476,19 +476,27 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
             messages.push(json!({"role": "tool", "tool_call_id": id, "content": parts}));
         }
     }
+    messages
+}
+
+/// A Chat Completions body as the proxy projects it.
+fn project_chat(body: &str, config: &Config) -> staleguard::Projection {
+    let format = staleguard::RequestFormat::OpenAiChat;
+    staleguard::project(body, format, config, staleguard::Options::default()).expect("projects")
+}
+
+#[test]
+fn a_receipt_id_leads_to_its_page_in_browser_history() {
+    let text = recorded_order();
+    let mut r = relay();
+    let messages = relayed_chat(&text, &mut r, "Order 3 widgets for Ada.");
     let body = json!({"model": "m", "messages": messages}).to_string();
     assert!(body.contains("[ref=d1e"), "the model was sent scoped refs");
     let config = Config {
         browser_history_compaction: true,
         ..Config::default()
     };
-    let projected = staleguard::project(
-        &body,
-        staleguard::RequestFormat::OpenAiChat,
-        &config,
-        staleguard::Options::default(),
-    )
-    .expect("projects");
+    let projected = project_chat(&body, &config);
     let collapsed: Vec<_> = projected
         .report()
         .results
@@ -514,6 +522,106 @@ fn a_receipt_id_leads_to_its_page_in_browser_history() {
         let url = res.url.as_deref().unwrap_or("?");
         assert!(page.contains(url), "{url} not in {page:.300}");
     }
+}
+
+/// SPEC 2, "The way back": behind the guard, every fold of a lean page names the lines that
+/// `browser_history` reads it back with, and they are the page's own lines, read-only.
+#[test]
+fn every_fold_of_a_lean_page_reads_back_through_browser_history() {
+    let mut folds = 0;
+    for name in [
+        "django-secure_cookies",
+        "sqlite-wal_mode",
+        "git-fixup_commits",
+    ] {
+        let path = format!(
+            "{}/../../fixtures/docsets/pwmcp-0.0.83/{name}.mcp.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("the docset recording");
+        let mut r = relay();
+        let mut messages = relayed_chat(&text, &mut r, "What does the page say?");
+        // Up to the largest page, which is then the live one.
+        let largest = (0..messages.len())
+            .filter(|&i| messages[i]["role"] == "tool")
+            .max_by_key(|&i| {
+                messages[i]["content"][0]["text"]
+                    .as_str()
+                    .map_or(0, str::len)
+            })
+            .expect("a page");
+        messages.truncate(largest + 1);
+        let tools = json!([{"type": "function", "function": {"name": "browser_history"}}]);
+        let body = json!({"model": "m", "messages": messages, "tools": tools}).to_string();
+        let config = Config {
+            live_page: staleguard::LivePage::Lean,
+            ..Config::default()
+        };
+        let projected = project_chat(&body, &config);
+        let sent: Value = serde_json::from_str(projected.body.as_str()).expect("JSON");
+        let live = sent["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+            .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default();
+        let markers: Vec<&str> = live
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with(staleguard::LEAN_FOLD_TAG))
+            .collect();
+        assert!(!markers.is_empty(), "{name}: the live page is lean");
+        let id = markers[0]
+            .split("with id \"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{name}: the first marker names the page: {}", markers[0]));
+        let page = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"][0]["text"].as_str())
+            .expect("the page as the relay sent it");
+        let page_lines: Vec<&str> = page.split_inclusive('\n').collect();
+        for marker in &markers {
+            let range = marker
+                .split("at lines ")
+                .nth(1)
+                .and_then(|rest| rest.split([';', ' ']).next())
+                .unwrap_or_else(|| panic!("{name}: a marker without its lines: {marker}"));
+            let (first, last) = range.split_once('-').expect("a range");
+            let (first, last): (usize, usize) = (first.parse().unwrap(), last.parse().unwrap());
+            let ask = call(
+                json!(format!("fold{folds}")),
+                "browser_history",
+                json!({"id": id, "lines": range}),
+            );
+            folds += 1;
+            let out = to_client(&r.from_client(&line(&ask)));
+            let read = out[0]["result"]["content"][1]["text"]
+                .as_str()
+                .unwrap_or("");
+            let expected = &page_lines[first - 1..last];
+            let got: Vec<&str> = read.split_inclusive('\n').collect();
+            assert_eq!(got.len(), expected.len(), "{name} {range}: {read:.300}");
+            for (got, expected) in got.iter().zip(expected) {
+                let expected = staleguard::internal::refs::neutralise(expected);
+                assert_eq!(without_refs(got), without_refs(&expected), "{name} {range}");
+            }
+        }
+    }
+    assert!(folds >= 6, "{folds} folds read back");
+}
+
+/// A line with its ref tokens left out, live (`[ref=d1e2]`) or neutralised (`[ref:e2]`).
+fn without_refs(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("[ref") {
+        out.push_str(&rest[..at]);
+        rest = rest[at..].split_once(']').map_or("", |(_, after)| after);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// SPEC 4: `browser_find` is a look. Its results show the page but count toward nothing, so
@@ -572,12 +680,71 @@ fn history_answers_as_tool_results() {
         .unwrap()
         .contains("STALE"));
     assert!(!has_ref_token(old["content"][1]["text"].as_str().unwrap()));
-    assert_eq!(
-        answer(&archive, Some(&json!({"id": "x"})), 2)["isError"],
-        json!(true)
+    let unknown = answer(&archive, Some(&json!({"id": "x"})), 2);
+    assert_eq!(unknown["isError"], json!(true));
+    assert!(
+        unknown["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("http://b/"),
+        "an unknown id answers with the list: {unknown}"
     );
     assert_eq!(
         answer(&archive, Some(&json!({"id": 7})), 2)["isError"],
         json!(true)
     );
+}
+
+/// `browser_history` reads some lines of an observation, as a fold marker names them: those
+/// lines alone, read-only, under a banner that says which; lines it cannot read answer with
+/// the list.
+#[test]
+fn history_reads_the_lines_a_fold_names() {
+    use staleguard::internal::refs::has_ref_token;
+    use staleguard::{Archive, Memo, ResultText};
+    use staleguard_mcp::history::answer;
+
+    let text = "### Page\n- Page URL: http://a/\n- Page Title: Docs\n### Snapshot\n```yaml\n- paragraph [ref=e1]: First\n- paragraph [ref=e2]: Second\n- paragraph [ref=e3]: Third\n```";
+    let mut archive = Archive::new(5);
+    archive.record(text, 1);
+    let id = ResultText::read(text.to_string(), &Memo::default())
+        .observation_id()
+        .to_string();
+    let part = answer(&archive, Some(&json!({"id": id, "lines": "7-8"})), 1);
+    let (banner, lines) = (
+        part["content"][0]["text"].as_str().unwrap(),
+        part["content"][1]["text"].as_str().unwrap(),
+    );
+    assert!(banner.contains("lines 7-8 of 9"), "{banner}");
+    assert!(
+        lines.contains("Second") && lines.contains("Third"),
+        "{lines}"
+    );
+    assert!(!lines.contains("First") && !has_ref_token(lines), "{lines}");
+    assert_eq!(part.get("isError"), None);
+    // One line, as a number or a string; a range past the end stops at the last line.
+    for (lines, expected) in [
+        (json!(6), "First"),
+        (json!("6"), "First"),
+        (json!("9-400"), "```"),
+    ] {
+        let one = answer(&archive, Some(&json!({"id": id, "lines": lines})), 1);
+        let got = one["content"][1]["text"].as_str().unwrap();
+        assert!(got.contains(expected), "{lines}: {got}");
+    }
+    for wrong in [
+        json!("0-3"),
+        json!("10-12"),
+        json!("8-7"),
+        json!("all"),
+        json!(true),
+    ] {
+        let answered = answer(&archive, Some(&json!({"id": id, "lines": wrong})), 1);
+        assert_eq!(answered["isError"], json!(true), "{wrong}");
+        let list = answered["content"][1]["text"].as_str().unwrap();
+        assert!(
+            list.contains(&id) && list.contains("http://a/"),
+            "{wrong}: {list}"
+        );
+    }
 }

@@ -180,8 +180,43 @@ impl Archive {
     /// read-only, `now` browser results into the session; `None` when none is kept.
     pub fn read_back(&self, id: &str, now: usize) -> Option<ReadBack> {
         let at = self.entries.iter().rposition(|e| e.id == id)?;
+        Some(ReadBack {
+            banner: self.banner(at, now),
+            text: read_only(&self.entries[at].text),
+        })
+    }
+
+    /// Lines `first` to `last` (counted from 1, both included) of the newest observation
+    /// with `id`, read-only, as a lean page's fold marker names a folded part (SPEC 2, "The
+    /// way back"); `None` when none is kept or the observation has no line in that range.
+    /// A range past its end stops at its last line.
+    pub fn read_lines(&self, id: &str, now: usize, first: usize, last: usize) -> Option<ReadBack> {
+        let at = self.entries.iter().rposition(|e| e.id == id)?;
+        let text = &self.entries[at].text;
+        let count = text.split_inclusive('\n').count();
+        let last = last.min(count);
+        if first == 0 || first > last {
+            return None;
+        }
+        let part: String = text
+            .split_inclusive('\n')
+            .skip(first - 1)
+            .take(last + 1 - first)
+            .collect();
+        Some(ReadBack {
+            banner: format!(
+                "{} {}",
+                self.banner(at, now),
+                texts::archive_lines(first, last, count)
+            ),
+            text: read_only(&part),
+        })
+    }
+
+    /// The banner over entry `at` read back: stale, or the newest.
+    fn banner(&self, at: usize, now: usize) -> String {
         let entry = &self.entries[at];
-        let banner = match (self.entries.get(at + 1), self.entries.back()) {
+        match (self.entries.get(at + 1), self.entries.back()) {
             (Some(next), Some(newest)) => texts::stale_banner(
                 named(entry).as_named(),
                 &steps_old(now.saturating_sub(entry.step)),
@@ -189,11 +224,7 @@ impl Archive {
                 named(newest).as_named(),
             ),
             _ => texts::newest_banner(named(entry).as_named()),
-        };
-        Some(ReadBack {
-            banner,
-            text: read_only(&entry.text),
-        })
+        }
     }
 }
 

@@ -52,13 +52,35 @@ pub(crate) fn verification_lines_omitted(omitted: usize) -> String {
 /// can print there. Also how a lean page is recognised, so projection stays idempotent.
 pub const LEAN_FOLD_TAG: &str = "# [staleguard folded]";
 
-/// A fold marker where the guard keeps the whole page: `lines` lines, `bytes` bytes of text
-/// folded, read back by observation `id`.
-pub(crate) fn lean_fold_history(lines: usize, bytes: usize, id: &str) -> String {
+/// The first fold marker where the guard keeps the whole page: `lines` lines, `bytes` bytes
+/// of text folded from the page's lines `at`, read back by observation `id` and those lines.
+pub(crate) fn lean_fold_history(lines: usize, bytes: usize, id: &str, at: PageLines) -> String {
     format!(
-        "{LEAN_FOLD_TAG} {} of page text; its refs stay live. The whole page: browser_history with id \"{id}\".",
+        "{LEAN_FOLD_TAG} {} of page text at lines {at}; its refs stay live. Read a fold: browser_history with id \"{id}\" and lines \"{at}\".",
         folded_size(lines, bytes)
     )
+}
+
+/// Every fold marker of a page after its first where the guard keeps the whole page: it
+/// names its lines for `browser_history`.
+pub(crate) fn lean_fold_at(lines: usize, bytes: usize, at: PageLines) -> String {
+    format!(
+        "{LEAN_FOLD_TAG} {} at lines {at}",
+        folded_size(lines, bytes)
+    )
+}
+
+/// Lines of a page, counted from 1, both ends included: `120-158`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageLines {
+    pub(crate) first: usize,
+    pub(crate) last: usize,
+}
+
+impl std::fmt::Display for PageLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.first, self.last)
+    }
 }
 
 /// A fold marker where the request offers the server's search in the page.
@@ -301,6 +323,11 @@ pub(crate) fn stale_banner(
         "{ARCHIVE_TAG} STALE observation {} of {} (title {}), {age}. It was superseded by observation {} of {} (title {}); the newest is {} of {}. This copy is read-only: every ref in it is neutralised and cannot be acted on. Take a fresh snapshot (browser_snapshot) before acting.",
         entry.id, entry.url, entry.title, next.id, next.url, next.title, newest.id, newest.url,
     )
+}
+
+/// After an archive banner, when only some lines of the observation are read back.
+pub(crate) fn archive_lines(first: usize, last: usize, count: usize) -> String {
+    format!("These are its lines {first}-{last} of {count}.")
 }
 
 /// The banner over the newest observation read back from the archive.

@@ -437,6 +437,37 @@ fn a_marker_names_only_the_ways_back_the_request_offers() {
     let marker = first_marker(&offered);
     assert!(marker.contains("browser_find"), "{marker}");
     assert!(!marker.contains("browser_history"), "{marker}");
+    // Behind the guard, every marker names its lines, and the first says how to read them.
+    let mut guarded: Value = serde_json::from_str(&body).expect("JSON");
+    guarded["tools"]
+        .as_array_mut()
+        .expect("a tools list")
+        .push(serde_json::json!({"type": "function", "function": {"name": "browser_history"}}));
+    let lean_text = content(project(&guarded.to_string(), &lean()).body.as_str(), at);
+    let markers: Vec<&str> = lean_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with(LEAN_FOLD_TAG))
+        .collect();
+    assert!(markers.len() > 1, "{lean_text:.2000}");
+    assert!(
+        markers[0].contains("browser_history with id"),
+        "{}",
+        markers[0]
+    );
+    let lines = |m: &str| {
+        m.split("at lines ")
+            .nth(1)
+            .and_then(|r| r.split([';', ' ']).next())
+            .map(str::to_string)
+    };
+    let first = lines(markers[0]).expect("the first marker's lines");
+    assert!(
+        markers[0].contains(&format!("lines \"{first}\"")),
+        "{}",
+        markers[0]
+    );
+    assert!(markers.iter().all(|m| lines(m).is_some()), "{markers:?}");
     let without_find = with_tools(&body, |name| name != "browser_find");
     let marker = first_marker(&content(project(&without_find, &lean()).body.as_str(), at));
     assert!(!marker.contains("browser_find"), "{marker}");

@@ -5,7 +5,7 @@ use super::follow_ups::FoldedBlock;
 
 use crate::observation::aria::is_control_role;
 use crate::projection::Folded;
-use crate::texts;
+use crate::texts::{self, PageLines};
 
 use super::keep::{blocks, page_words, Keep};
 use super::lines::{has_words, Line};
@@ -61,6 +61,10 @@ pub(super) fn render(lines: &[Line<'_>], keep: &Keep, read_back: ReadBack<'_>) -
             .find(|&j| keep.hard[j])
             .unwrap_or(lines.len());
         let run = Run {
+            at: PageLines {
+                first: i + 1,
+                last: end,
+            },
             lines: &lines[i..end],
             soft: &keep.soft[i..end],
             echo: &keep.echo[i..end],
@@ -156,6 +160,8 @@ pub(super) fn unindent(line: &str, shift: usize) -> &str {
 
 /// A run of lines between hard-kept ones, with which of them are kept softly.
 pub(super) struct Run<'r, 't> {
+    /// Where it stands in the page's text.
+    at: PageLines,
     lines: &'r [Line<'t>],
     soft: &'r [bool],
     echo: &'r [bool],
@@ -192,7 +198,13 @@ impl Run<'_, '_> {
         }
         let marker_at =
             start.unwrap_or_else(|| (0..self.lines.len()).find(|&j| folds(j)).unwrap_or(0));
-        let marker = marker(hidden_lines, hidden_bytes, read_back, folded.runs == 0);
+        let marker = marker(
+            hidden_lines,
+            hidden_bytes,
+            read_back,
+            folded.runs == 0,
+            self.at,
+        );
         if let Some(slot) = shown.get_mut(marker_at) {
             *slot = Shown::Marker(head, marker);
         }
@@ -204,10 +216,17 @@ impl Run<'_, '_> {
 
 /// A run's marker: the first of a page says how to read folded parts back, the others how
 /// much they fold.
-pub(super) fn marker(lines: usize, bytes: usize, read_back: ReadBack<'_>, first: bool) -> String {
+pub(super) fn marker(
+    lines: usize,
+    bytes: usize,
+    read_back: ReadBack<'_>,
+    first: bool,
+    at: PageLines,
+) -> String {
     match read_back {
+        ReadBack::History(id) if first => texts::lean_fold_history(lines, bytes, id, at),
+        ReadBack::History(_) => texts::lean_fold_at(lines, bytes, at),
         _ if !first => texts::lean_fold(lines, bytes),
-        ReadBack::History(id) => texts::lean_fold_history(lines, bytes, id),
         ReadBack::Find => texts::lean_fold_find(lines, bytes),
         ReadBack::SnapshotAgain => texts::lean_fold_again(lines, bytes),
     }
