@@ -25,30 +25,37 @@ pub fn answer(archive: &Archive, arguments: Option<&Value>, now: usize) -> Value
             )
         }
     };
-    let Some(whole) = archive.read_back(id, now) else {
+    let missing = || {
         let missing = format!(
             "{ARCHIVE_TAG} No observation {} is kept. These are:",
             Value::String(id.chars().take(64).collect())
         );
-        return text_result(vec![missing, archive.list(now)], true);
+        text_result(vec![missing, archive.list(now)], true)
     };
-    let lines = match arguments.and_then(|a| a.get("lines")) {
-        None | Some(Value::Null) => return text_result(vec![whole.banner, whole.text], false),
-        Some(lines) => lines,
+    let lines = arguments
+        .and_then(|a| a.get("lines"))
+        .filter(|l| !l.is_null());
+    let Some(lines) = lines else {
+        return match archive.read_back(id, now) {
+            Some(whole) => text_result(vec![whole.banner, whole.text], false),
+            None => missing(),
+        };
     };
+    // The part alone is read: the whole page is read back only to say what was wrong.
     let part = line_range(lines).and_then(|(first, last)| archive.read_lines(id, now, first, last));
-    match part {
-        Some(part) => text_result(vec![part.banner, part.text], false),
-        None => {
-            let count = whole.text.split_inclusive('\n').count();
-            let wrong = format!(
-                "{ARCHIVE_TAG} lines must name lines of observation {} as a fold marker does, such as \"12-40\"; it has {count}, and {} names none of them. The observations kept:",
-                Value::String(id.to_string()),
-                serde_json::to_string(lines).unwrap_or_default().chars().take(64).collect::<String>(),
-            );
-            text_result(vec![wrong, archive.list(now)], true)
-        }
+    if let Some(part) = part {
+        return text_result(vec![part.banner, part.text], false);
     }
+    let Some(whole) = archive.read_back(id, now) else {
+        return missing();
+    };
+    let count = whole.text.split_inclusive('\n').count();
+    let wrong = format!(
+        "{ARCHIVE_TAG} lines must name lines of observation {} as a fold marker does, such as \"12-40\"; it has {count}, and {} names none of them. The observations kept:",
+        Value::String(id.to_string()),
+        serde_json::to_string(lines).unwrap_or_default().chars().take(64).collect::<String>(),
+    );
+    text_result(vec![wrong, archive.list(now)], true)
 }
 
 /// Lines as a fold marker names them: `"120-158"`, or one line, `"120"` or `120`.
