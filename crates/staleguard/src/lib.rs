@@ -131,5 +131,5 @@ pub use pipeline::Request;
 // The texts staleguard writes into a request, for hosts and tests that recognise them:
 pub use texts::{
     ARCHIVE_TAG, EVIDENCE_HEADER, GUIDANCE_HEADER, LEAN_FOLD_TAG, RECEIPT_TAG, STALE_NOTICE,
-    STALE_WORD,
+    STALE_NOTICE_HISTORY, STALE_WORD,
 };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::memo::{Memo, Share};
 use crate::observation::TreeKind;
 use crate::reading::Header;
-use crate::receipt;
+use crate::receipt::{self, StaleLine};
 use crate::session::{Session, Step};
 use crate::transcript::Edit;
 
@@ -142,16 +142,35 @@ impl Plan {
 /// observation to collapse carries the full stale notice, unless `notice_written` (a
 /// result before the session's first step, or one of its steps, is already collapsed).
 pub(crate) fn plan(session: &Session<'_>, receipt_max_bytes: usize, notice_written: bool) -> Plan {
-    plan_waiting(session, receipt_max_bytes, notice_written, &[])
+    plan_with(session, receipt_max_bytes, notice_written, &[], false)
 }
 
 /// [`plan`], where an older observation collapses only once `collapsed_at` (one entry per
-/// step; empty: every one at once) says so, and waits till then (SPEC 9, C5).
+/// step; empty: every one at once) says so, and waits till then (SPEC 9, C5). Collapses
+/// wait only where the guard stands in front of the browser, so the stale notice then names
+/// the guard's `browser_history`, the way back to a collapsed observation (SPEC 2).
 pub(crate) fn plan_waiting(
     session: &Session<'_>,
     receipt_max_bytes: usize,
     notice_written: bool,
     collapsed_at: &[Option<usize>],
+) -> Plan {
+    plan_with(
+        session,
+        receipt_max_bytes,
+        notice_written,
+        collapsed_at,
+        true,
+    )
+}
+
+/// The plan; with `history`, the stale notice names the guard's `browser_history`.
+fn plan_with(
+    session: &Session<'_>,
+    receipt_max_bytes: usize,
+    notice_written: bool,
+    collapsed_at: &[Option<usize>],
+    history: bool,
 ) -> Plan {
     let live_from = live_start(&session.steps);
     let mut plan = Plan {
@@ -165,7 +184,7 @@ pub(crate) fn plan_waiting(
         let waits = due && collapsed_at.get(i).is_some_and(Option::is_none);
         let receipt = Receipt {
             max_bytes: receipt_max_bytes,
-            notice: notice_due,
+            stale: StaleLine::new(notice_due, history),
         };
         let collapse = (due && !waits, waits);
         let report = report(session.memo, step, collapse, receipt, &mut plan.edits);
@@ -175,11 +194,11 @@ pub(crate) fn plan_waiting(
     plan
 }
 
-/// How a receipt is written: its byte cap, and whether the full stale notice follows it.
+/// How a receipt is written: its byte cap, and the line under it.
 #[derive(Clone, Copy)]
 struct Receipt {
     max_bytes: usize,
-    notice: bool,
+    stale: StaleLine,
 }
 
 /// Index (in `steps`) where the live page state starts: the newest observation, or, when
@@ -291,7 +310,7 @@ fn report(
 struct KeptReceipt {
     images: usize,
     max_bytes: usize,
-    notice: bool,
+    stale: StaleLine,
     text: String,
 }
 
@@ -301,18 +320,18 @@ fn receipt_of(memo: &Memo, step: &Step<'_>, form: Receipt) -> Option<String> {
     let reading = &step.reading;
     let header = &*named_header(step)?;
     let images = step.images;
-    let Receipt { max_bytes, notice } = form;
+    let Receipt { max_bytes, stale } = form;
     let render = || {
         let input = receipt::ReceiptInput {
             id: &reading.id,
             header,
             images_dropped: images + header.images,
         };
-        let text = receipt::collapse_with(&input, &reading.verification, max_bytes, notice);
+        let text = receipt::collapse_with(&input, &reading.verification, max_bytes, stale);
         KeptReceipt {
             images,
             max_bytes,
-            notice,
+            stale,
             text,
         }
     };
@@ -327,8 +346,8 @@ fn receipt_of(memo: &Memo, step: &Step<'_>, form: Receipt) -> Option<String> {
     }
     context.update(&images.to_le_bytes());
     context.update(&max_bytes.to_le_bytes());
-    context.update(&[u8::from(notice)]);
-    let same = |k: &KeptReceipt| (k.images, k.max_bytes, k.notice) == (images, max_bytes, notice);
+    context.update(&[stale as u8]);
+    let same = |k: &KeptReceipt| (k.images, k.max_bytes, k.stale) == (images, max_bytes, stale);
     let weigh = |k: &KeptReceipt| (RECEIPT_ENTRY_BYTES + k.text.capacity()) as u64;
     let at = (step.key, context.digest128());
     let kept = memo.kept(Share::Texts, at, same, render, weigh);
@@ -394,7 +413,10 @@ mod tests {
         };
         let session = Session::read(request.transcript(), &tools, reader);
         let step = &session.steps[0];
-        let form = |max_bytes, notice| Receipt { max_bytes, notice };
+        let form = |max_bytes, notice| Receipt {
+            max_bytes,
+            stale: StaleLine::new(notice, false),
+        };
         let fresh = |images: usize, max: usize, notice: bool| {
             let mut alone = step.clone();
             alone.images = images;

@@ -17,7 +17,7 @@ use crate::reading::Header;
 use crate::refs::neutralise;
 use crate::texts::{CUT_MARKER, FIELD_CUT_MARKER};
 
-pub(crate) use crate::texts::{RECEIPT_TAG, STALE_NOTICE, STALE_WORD};
+pub(crate) use crate::texts::{RECEIPT_TAG, STALE_NOTICE, STALE_NOTICE_HISTORY, STALE_WORD};
 
 /// Bytes of the action a receipt names; a longer one is left out.
 const ACTION_MAX_BYTES: usize = 48;
@@ -44,20 +44,52 @@ pub(crate) fn collapse(
     notice: bool,
 ) -> String {
     let lines = crate::result_lines::verification_lines(original);
-    collapse_with(input, &lines, max_receipt_bytes, notice)
+    let stale = match notice {
+        true => StaleLine::Notice,
+        false => StaleLine::Word,
+    };
+    collapse_with(input, &lines, max_receipt_bytes, stale)
 }
 
-/// `collapse`, given the original's [`verification_lines`](crate::result_lines::verification_lines).
-/// With `notice` the full stale notice follows the receipt (the oldest collapsed
-/// observation of a request); without, the word `stale` does.
+/// The line under a receipt (SPEC 2): the stale notice in full under the first collapsed
+/// observation of a request, naming the guard's `browser_history` where the guard stands in
+/// front; the word `stale` under every later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StaleLine {
+    Word,
+    Notice,
+    NoticeWithHistory,
+}
+
+impl StaleLine {
+    /// The full notice when `due`, with the way back when `history`; else the word.
+    pub(crate) fn new(due: bool, history: bool) -> StaleLine {
+        match (due, history) {
+            (false, _) => StaleLine::Word,
+            (true, false) => StaleLine::Notice,
+            (true, true) => StaleLine::NoticeWithHistory,
+        }
+    }
+
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            StaleLine::Word => STALE_WORD,
+            StaleLine::Notice => STALE_NOTICE,
+            StaleLine::NoticeWithHistory => STALE_NOTICE_HISTORY,
+        }
+    }
+}
+
+/// `collapse`, given the original's [`verification_lines`](crate::result_lines::verification_lines),
+/// with `stale` under the receipt line.
 pub(crate) fn collapse_with(
     input: &ReceiptInput<'_>,
     verification: &[String],
     max_receipt_bytes: usize,
-    notice: bool,
+    stale: StaleLine,
 ) -> String {
     let mut out = receipt_line(input, max_receipt_bytes);
-    let stale = if notice { STALE_NOTICE } else { STALE_WORD };
+    let stale = stale.text();
     out.reserve(stale.len() + 1);
     out.push('\n');
     out.push_str(stale);
@@ -278,6 +310,13 @@ mod tests {
         let later = collapse(&input, "", 200, false);
         assert_eq!(first.lines().nth(1), Some(STALE_NOTICE));
         assert_eq!(later.lines().nth(1), Some(STALE_WORD));
+        // Where the guard stands in front, the notice names the way back, and stays
+        // the notice to whatever looks for it.
+        let guarded = collapse_with(&input, &[], 200, StaleLine::NoticeWithHistory);
+        assert_eq!(guarded.lines().nth(1), Some(STALE_NOTICE_HISTORY));
+        assert!(STALE_NOTICE_HISTORY.starts_with(STALE_NOTICE));
+        assert!(STALE_NOTICE_HISTORY.contains("browser_history"));
+        assert!(crate::result_lines::is_collapsed(&guarded));
         assert!(
             crate::result_lines::is_collapsed(&first) && crate::result_lines::is_collapsed(&later)
         );

@@ -8,7 +8,7 @@ use memchr::memmem::Finder;
 
 use crate::failure::{is_verification_line, line_at};
 use crate::refs::neutralise;
-use crate::texts::{self, RECEIPT_TAG, STALE_NOTICE, STALE_WORD};
+use crate::texts::{self, RECEIPT_TAG, STALE_NOTICE, STALE_NOTICE_HISTORY, STALE_WORD};
 
 const MAX_VERIFICATION_LINES: usize = 8;
 const MAX_VERIFICATION_BYTES: usize = 1024;
@@ -75,5 +75,5 @@ pub(crate) fn is_collapsed(text: &str) -> bool {
     receipt
         && lines
             .next()
-            .is_some_and(|l| l == STALE_NOTICE || l == STALE_WORD)
+            .is_some_and(|l| [STALE_NOTICE, STALE_NOTICE_HISTORY, STALE_WORD].contains(&l))
 }

@@ -29,6 +29,11 @@ pub const RECEIPT_TAG: &str = "[staleguard receipt]";
 /// by [`STALE_WORD`] instead.
 pub const STALE_NOTICE: &str = "[staleguard] Observations marked stale are omitted from this request: their refs are not actionable. The newest observation holds the current controls.";
 
+/// [`STALE_NOTICE`] where the guard stands in front of the browser: it also names the one
+/// call that reads a collapsed observation back (SPEC 2, "The way back"). The same line,
+/// longer, so whatever finds the notice finds this one too.
+pub const STALE_NOTICE_HISTORY: &str = "[staleguard] Observations marked stale are omitted from this request: their refs are not actionable. The newest observation holds the current controls. Read one back, read-only: browser_history with the observation ID its receipt shows.";
+
 /// The line after every receipt but the first: the stale notice in a word.
 pub const STALE_WORD: &str = "stale";
 

@@ -120,6 +120,12 @@ fn frozen_end(p: &Projection) -> usize {
         .map_or(0, |message| message_start(&p.body, message))
 }
 
+/// `text` as it stands inside a JSON string.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).expect("string");
+    quoted[1..quoted.len() - 1].to_string()
+}
+
 fn common_prefix(a: &str, b: &str) -> usize {
     a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }
@@ -153,9 +159,17 @@ fn a_page_followed_by_shell_output_waits_and_collapses_once_it_pays() {
     let batch = projected[5].report().batch;
     let p1_item = projected[5].report().results[0].item;
     assert_eq!(batch, Some(p1_item));
-    // The full stale notice in the oldest collapsed observation; waiting pages show whole.
+    // The full stale notice in the oldest collapsed observation, naming the guard's
+    // `browser_history` as the way back (SPEC 2); waiting pages show whole.
     assert_eq!(
         projected[5].body.matches("refs are not actionable").count(),
+        1
+    );
+    assert_eq!(
+        projected[5]
+            .body
+            .matches(&json_escaped(staleguard::STALE_NOTICE_HISTORY))
+            .count(),
         1
     );
     assert!(projected[4]
@@ -200,6 +214,8 @@ fn without_the_guard_every_older_page_collapses_at_once() {
             let statuses = p.report().results.iter().map(|r| r.status);
             assert!(statuses.clone().all(|s| s != Status::Waiting), "{turn}");
             assert_eq!(p.report().batch, None);
+            // The notice names no way back that the guard is not there to answer.
+            assert!(!p.body.contains("Read one back"), "{}", p.body);
         }
     }
     // The config can say the guard stands in front where the request does not show it.

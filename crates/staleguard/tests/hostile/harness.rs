@@ -10,7 +10,7 @@ use serde_json::Value;
 use staleguard::internal::refs::has_ref_token;
 use staleguard::{
     Config, LivePage, Options, Projection, RequestFormat, Status, EVIDENCE_HEADER, GUIDANCE_HEADER,
-    LEAN_FOLD_TAG, RECEIPT_TAG, STALE_NOTICE, STALE_WORD,
+    LEAN_FOLD_TAG, RECEIPT_TAG, STALE_NOTICE, STALE_NOTICE_HISTORY, STALE_WORD,
 };
 
 use crate::support;
@@ -444,8 +444,13 @@ fn check_collapsed(case: &str, text: &str, first: bool, p: &Projection, w: &mut 
     );
     assert_eq!(receipt.matches(RECEIPT_TAG).count(), 1, "{case}: {receipt}");
     w.receipts += 1;
+    // Behind the guard, the notice names the way back to a collapsed page.
+    let notice = match case.contains(" guard") {
+        true => STALE_NOTICE_HISTORY,
+        false => STALE_NOTICE,
+    };
     match lines.next() {
-        Some(STALE_NOTICE) if first => w.notices += 1,
+        Some(line) if first && line == notice => w.notices += 1,
         Some(STALE_WORD) if !first => w.stale_words += 1,
         other => panic!("{case}: after the receipt: {other:?}"),
     }
