@@ -9,6 +9,7 @@
 
 mod cache;
 mod facts;
+mod follow;
 mod lean;
 mod render;
 mod report;
@@ -21,6 +22,7 @@ use staleguard::{project, Config, Edit, LivePage, Memo, Options, Request, Reques
 
 pub(crate) use cache::{Bill, Model, Pricing};
 pub(crate) use facts::Need;
+pub(crate) use follow::Way;
 
 use crate::Failure;
 
@@ -95,6 +97,10 @@ pub(crate) struct ReplayArgs {
     /// Draw the cost of each turn for each strategy into this SVG file (one session).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Replay as if the MCP guard stood in front of the browser: every request offers its
+    /// `browser_history` tool, as the guard adds it to the server's tools.
+    #[arg(long)]
+    guard: bool,
 }
 
 /// Breakpoints a simulated client puts on every turn's request before it is sent.
@@ -147,6 +153,8 @@ pub(crate) struct ReplayOptions {
     pub config: Config,
     /// Where to write each strategy's request of every turn.
     pub save_requests: Option<PathBuf>,
+    /// Every request offers the guard's `browser_history` tool.
+    pub guard: bool,
 }
 
 /// One strategy on one turn.
@@ -191,6 +199,9 @@ pub(crate) struct FactCheck {
     pub request_messages: usize,
     /// Per strategy, in table order.
     pub present: Vec<(&'static str, bool)>,
+    /// The staleguard strategies whose request lacks the fact, and the call it names that
+    /// reaches it ([`follow`]); a strategy not listed here nor in `present` lost it.
+    pub one_call: Vec<(&'static str, Way)>,
 }
 
 /// A whole session under every strategy.
@@ -246,6 +257,7 @@ pub(crate) fn run(args: ReplayArgs) -> Result<(), Failure> {
         trigger_tokens: args.trigger_tokens,
         config,
         save_requests: None,
+        guard: args.guard,
     };
     let mut replays = Vec::new();
     for path in &args.sessions {
@@ -320,7 +332,10 @@ pub(crate) fn replay(
     options: &ReplayOptions,
 ) -> Result<SessionReplay, Failure> {
     let format = Request::read(body, RequestFormat::Auto)?.format();
-    let session: Value = serde_json::from_str(body)?;
+    let mut session: Value = serde_json::from_str(body)?;
+    if options.guard {
+        offer_history(&mut session, format);
+    }
     let model = options.model.resolve(format);
     let marks = match format {
         RequestFormat::Anthropic => options.client_marks,
@@ -367,10 +382,14 @@ pub(crate) fn replay(
             let turn = run.turn(t, &rendered, frozen, stale_refs(body, &options.config));
             warnings.extend(too_many_breakpoints(turn, strategy));
             let text = facts::tool_results_text(&value);
+            let follower = sent.follower(strategy, &request.body, body, options, &memo);
             for (check, p) in facts.iter_mut().zip(&placed).filter(|(_, p)| p.turn == t) {
-                check
-                    .present
-                    .push((strategy, text.contains(p.fact.as_str())));
+                let present = text.contains(p.fact.as_str());
+                check.present.push((strategy, present));
+                if let Some(turn) = follower.as_ref().filter(|_| !present) {
+                    let way = follow::way_to(turn, &p.fact)?;
+                    check.one_call.extend(way.map(|w| (*strategy, w)));
+                }
             }
         }
     }
@@ -397,6 +416,7 @@ fn fact_checks(placed: &[facts::Placed], starts: &[usize]) -> Vec<FactCheck> {
             turn: p.turn + 1,
             request_messages: starts.get(p.turn).copied().unwrap_or_default(),
             present: Vec::new(),
+            one_call: Vec::new(),
         })
         .collect()
 }
@@ -573,8 +593,11 @@ fn mark_last_block(content: Option<&mut Value>) {
 /// page state or of the newest browser result, whichever comes first).
 struct Sent {
     bodies: [String; 5],
+    /// The results of the staleguard strategy's request, as it reports them.
+    results: Vec<staleguard::ResultReport>,
     /// The results of the lean strategy's request, as it reports them.
     lean: Vec<staleguard::ResultReport>,
+    lean_config: Config,
     frozen: usize,
     /// The message of the first waiting page staleguard's request collapses (C5).
     batch: Option<usize>,
@@ -622,6 +645,7 @@ fn send(
         .map(|r| r.item)
         .collect();
     let batch = projected.report().batch_result().map(|r| r.message);
+    let results = results.clone();
     Ok(Sent {
         bodies: [
             request.to_string(),
@@ -630,10 +654,84 @@ fn send(
             lean.body.into_string(),
             clear_oldest(request, tokens, options.trigger_tokens)?,
         ],
+        results,
         lean: lean_results,
+        lean_config,
         frozen,
         batch,
     })
+}
+
+impl Sent {
+    /// The follower of a staleguard strategy's request of this turn; `None` for the others.
+    fn follower<'a>(
+        &'a self,
+        strategy: &str,
+        original: &'a str,
+        projected: &'a str,
+        options: &'a ReplayOptions,
+        memo: &'a Memo,
+    ) -> Option<follow::Turn<'a>> {
+        let (results, config) = match strategy {
+            "staleguard" => (&self.results, &options.config),
+            "staleguard-lean" => (&self.lean, &self.lean_config),
+            _ => return None,
+        };
+        Some(follow::Turn {
+            original,
+            projected,
+            results,
+            config,
+            memo,
+        })
+    }
+}
+
+/// Adds the MCP guard's `browser_history` tool to the tools of `session` (`--guard`),
+/// declared as `format` declares a tool and named as its browser tools are (Claude Code's
+/// `mcp__playwright__` prefix).
+fn offer_history(session: &mut Value, format: RequestFormat) {
+    let mcp = staleguard_mcp::history::tool_definition();
+    let tools = session.pointer("/tools").and_then(Value::as_array);
+    let prefix = tools
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let name = t.pointer("/function/name").or_else(|| t.get("name"))?;
+            let name = name.as_str()?;
+            Some(&name[..name.rfind("browser_")?])
+        })
+        .next()
+        .unwrap_or_default();
+    let name = format!("{prefix}{}", staleguard::HISTORY_TOOL);
+    let (description, schema) = (&mcp["description"], &mcp["inputSchema"]);
+    let tool = match format {
+        RequestFormat::Anthropic => {
+            serde_json::json!({"name": name, "description": description, "input_schema": schema})
+        }
+        RequestFormat::Responses => serde_json::json!({"type": "function", "name": name,
+            "description": description, "parameters": schema}),
+        RequestFormat::Gemini => serde_json::json!({"functionDeclarations": [
+            {"name": name, "description": description, "parameters": schema}]}),
+        _ => serde_json::json!({"type": "function", "function": {"name": name,
+            "description": description, "parameters": schema}}),
+    };
+    let root = match session
+        .pointer("/request")
+        .filter(|_| format == RequestFormat::Gemini)
+    {
+        Some(_) => &mut session["request"],
+        None => session,
+    };
+    let Some(root) = root.as_object_mut() else {
+        return;
+    };
+    let tools = root
+        .entry("tools")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(tools) = tools.as_array_mut() {
+        tools.push(tool);
+    }
 }
 
 /// `request` with the results at transcript `items` replaced by `text`.

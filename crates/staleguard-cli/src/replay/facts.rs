@@ -108,31 +108,39 @@ pub(super) fn items(request: &Value) -> &[Value] {
 /// Anthropic `tool_result` blocks, Responses `*_call_output` items, Gemini
 /// `functionResponse` parts, appended parts included.
 pub(super) fn tool_results_text(request: &Value) -> String {
+    let texts = items(request).iter().map(item_results_text);
+    texts
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text of the tool results one message (or item, or content) holds, joined by
+/// newlines.
+pub(super) fn item_results_text(item: &Value) -> String {
     let mut out = Vec::new();
-    for item in items(request) {
-        if item.get("role").and_then(Value::as_str) == Some("tool") {
-            out.push(text_of(item.get("content").unwrap_or(&Value::Null)));
-        }
-        if let Some(parts) = item.get("content").and_then(Value::as_array) {
-            for part in parts {
-                if part.get("type").and_then(Value::as_str) == Some("tool_result") {
-                    out.push(text_of(part.get("content").unwrap_or(&Value::Null)));
-                }
+    if item.get("role").and_then(Value::as_str) == Some("tool") {
+        out.push(text_of(item.get("content").unwrap_or(&Value::Null)));
+    }
+    if let Some(parts) = item.get("content").and_then(Value::as_array) {
+        for part in parts {
+            if part.get("type").and_then(Value::as_str) == Some("tool_result") {
+                out.push(text_of(part.get("content").unwrap_or(&Value::Null)));
             }
         }
-        let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
-        if kind.ends_with("_call_output") {
-            out.push(text_of(item.get("output").unwrap_or(&Value::Null)));
-        }
-        for part in item
-            .get("parts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(response) = part.pointer("/functionResponse/response") {
-                out.push(gemini_result_text(response));
-            }
+    }
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+    if kind.ends_with("_call_output") {
+        out.push(text_of(item.get("output").unwrap_or(&Value::Null)));
+    }
+    for part in item
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(response) = part.pointer("/functionResponse/response") {
+            out.push(gemini_result_text(response));
         }
     }
     out.join("\n")

@@ -136,7 +136,10 @@ fn facts_rows(r: &SessionReplay, out: &mut String) {
     if r.facts.is_empty() {
         return;
     }
-    let _ = writeln!(out, "  facts, each in the request that needs it:");
+    let _ = writeln!(
+        out,
+        "  facts, each in the request that needs it (or the call it names that reaches it: history, again, find):"
+    );
     let mut head = format!("  {:<10} {:>4}", "needed in", "turn");
     STRATEGIES.iter().for_each(|s| {
         let _ = write!(head, "  {s}");
@@ -145,7 +148,12 @@ fn facts_rows(r: &SessionReplay, out: &mut String) {
     for f in &r.facts {
         let mut row = format!("  {:<10} {:>4}", f.needed_in.as_str(), f.turn);
         for (strategy, present) in &f.present {
-            let mark = if *present { "yes" } else { "NO" };
+            let call = f.one_call.iter().find(|(s, _)| s == strategy);
+            let mark = match (present, call) {
+                (true, _) => "yes",
+                (false, Some((_, way))) => way.as_str(),
+                (false, None) => "NO",
+            };
             let _ = write!(row, "  {mark:<w$}", w = strategy.len());
         }
         let _ = writeln!(out, "{row}  {}", f.fact);
@@ -162,6 +170,19 @@ fn facts_kept(r: &SessionReplay, strategy: &str) -> String {
     format!("{kept}/{}", r.facts.len())
 }
 
+/// Facts a strategy has where they are needed or one named call away, as `kept/all`.
+fn facts_reached(r: &SessionReplay, strategy: &str) -> String {
+    let reached = r
+        .facts
+        .iter()
+        .filter(|f| {
+            let here = f.present.iter().any(|(s, p)| *s == strategy && *p);
+            here || f.one_call.iter().any(|(s, _)| *s == strategy)
+        })
+        .count();
+    format!("{reached}/{}", r.facts.len())
+}
+
 fn summary(replays: &[SessionReplay], out: &mut String) {
     let width = replays
         .iter()
@@ -171,11 +192,11 @@ fn summary(replays: &[SessionReplay], out: &mut String) {
         .max(7);
     let _ = writeln!(
         out,
-        "summary: cost relative to none; staleguard relative to newest-only; facts where needed",
+        "summary: cost relative to none; staleguard relative to newest-only; facts where needed (or one named call away)",
     );
     let _ = writeln!(
         out,
-        "{:<width$} {:<11} {:>5} {:>11} {:>10} {:>14} {:>14} {:>11} {:>9}",
+        "{:<width$} {:<11} {:>5} {:>11} {:>10} {:>14} {:>14} {:>11} {:>9} {:>9}",
         "session",
         "model",
         "turns",
@@ -184,14 +205,15 @@ fn summary(replays: &[SessionReplay], out: &mut String) {
         "clear-oldest-3",
         "sg/newest-only",
         "facts none",
-        "facts sg"
+        "facts sg",
+        "+ a call"
     );
     for r in replays {
         let ratio = |name: &str| r.strategy(name).map_or(0.0, |s| s.relative_to_none);
         let sg: Option<&StrategyReplay> = r.strategy("staleguard");
         let _ = writeln!(
             out,
-            "{:<width$} {:<11} {:>5} {:>11.3} {:>10.3} {:>14.3} {:>14.3} {:>11} {:>9}",
+            "{:<width$} {:<11} {:>5} {:>11.3} {:>10.3} {:>14.3} {:>14.3} {:>11} {:>9} {:>9}",
             r.session,
             model_name(r.cache_model),
             r.turns,
@@ -201,6 +223,7 @@ fn summary(replays: &[SessionReplay], out: &mut String) {
             sg.map_or(0.0, |s| s.relative_to_newest_only),
             facts_kept(r, "none"),
             facts_kept(r, "staleguard"),
+            facts_reached(r, "staleguard"),
         );
     }
     by_corpus(replays, out);

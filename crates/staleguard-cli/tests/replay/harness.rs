@@ -105,6 +105,14 @@ pub(crate) fn present(fact: &Value, name: &str) -> bool {
         .unwrap()
 }
 
+/// The call that reached a fact a strategy's request lacks (`history`, `again`, `find`), as
+/// `replay --json` lists it under `one_call`.
+pub(crate) fn way(fact: &Value, name: &str) -> Option<String> {
+    let calls = fact["one_call"].as_array()?;
+    let call = calls.iter().find(|c| c[0] == name)?;
+    call[1].as_str().map(str::to_string)
+}
+
 pub(crate) fn write_session(dir: &Path, name: &str, body: &Value) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, body.to_string()).unwrap();

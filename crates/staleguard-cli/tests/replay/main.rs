@@ -11,6 +11,7 @@ mod breakpoints;
 mod cost_targets;
 mod docsets;
 mod facts;
+mod follower;
 mod output;
 mod recordings;
 mod reference;
