@@ -69,6 +69,9 @@ enum Command {
         /// The observation ID (8 hex digits, as receipts and the list show it).
         #[arg(long)]
         id: Option<String>,
+        /// Only these lines of it, as a fold marker of a lean page names them: `120-158`.
+        #[arg(long, requires = "id", value_name = "A-B")]
+        lines: Option<String>,
     },
     /// Guard a browser MCP server: `staleguard mcp -- npx @playwright/mcp --headless`.
     /// Speaks MCP on standard input and output, refuses stale refs and repeated submissions
@@ -194,7 +197,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::CheckCall { call, input } => check_call(&call, &input),
         Command::Proxy(args) => proxy::run(args),
         Command::Mcp(args) => mcp::run(args),
-        Command::Archive { input, id } => archive(&input, id.as_deref()),
+        Command::Archive { input, id, lines } => archive(&input, id.as_deref(), lines.as_deref()),
         Command::Replay(args) => replay::run(args),
     }
 }
@@ -238,21 +241,32 @@ fn load(args: &InputArgs) -> Result<(body::Body, RequestFormat, Config), Failure
     Ok((body, format, config))
 }
 
-fn archive(input: &InputArgs, id: Option<&str>) -> Result<(), Failure> {
+fn archive(input: &InputArgs, id: Option<&str>, lines: Option<&str>) -> Result<(), Failure> {
     let (body, format, config) = load(input)?;
     let (archive, now) = staleguard::Request::read(&body, format)?.archive(&config);
-    let text = match id {
-        None => archive.list(now),
-        Some(id) => {
-            let old = archive.read_back(id.trim(), now).ok_or_else(|| {
+    let Some(id) = id.map(str::trim) else {
+        return write_stdout(format!("{}\n", archive.list(now)).as_bytes());
+    };
+    let unknown = || {
+        Failure::Message(format!(
+            "no observation {id:?} in the request; `staleguard archive` without --id lists them"
+        ))
+    };
+    let old = match lines {
+        None => archive.read_back(id, now).ok_or_else(unknown)?,
+        Some(lines) => {
+            archive.read_back(id, now).ok_or_else(unknown)?;
+            let range = staleguard_mcp::history::line_range(&lines.into());
+            let part = range.and_then(|(first, last)| archive.read_lines(id, now, first, last));
+            part.ok_or_else(|| {
                 Failure::Message(format!(
-                    "no observation {id:?} in the request; `staleguard archive` without --id lists them"
+                    "--lines {lines:?}: expected lines of observation {id} such as 12-40, as a fold marker names them"
                 ))
-            })?;
-            format!("{}\n{}", old.banner, old.text)
+            })?
         }
     };
-    write_stdout(format!("{text}\n").as_bytes())
+    let end = if old.text.ends_with('\n') { "" } else { "\n" };
+    write_stdout(format!("{}\n{}{end}", old.banner, old.text).as_bytes())
 }
 
 fn load_evidence(args: &InputArgs) -> Result<Vec<EvidenceItem>, Failure> {

@@ -418,6 +418,26 @@ fn archive_reads_back_what_a_receipt_names() {
     let missing = run(&["archive", order, "--id", "00000000"], None);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("without --id lists them"));
+    // `--lines` reads the part a fold marker names: those lines of the page alone.
+    let whole: Vec<&str> = text.lines().skip(1).collect();
+    let part = run(&["archive", order, "--id", id, "--lines", "2-4"], None);
+    assert!(part.status.success(), "{}", stderr(&part));
+    let part = String::from_utf8_lossy(&part.stdout);
+    let (banner, lines) = part.split_once('\n').expect("banner, then lines");
+    // The page ends with a line break, which the whole read prints one more of.
+    let count = text.trim_end().lines().count() - 1;
+    assert!(
+        banner.ends_with(&format!("These are its lines 2-4 of {count}.")),
+        "{banner}"
+    );
+    assert_eq!(lines.lines().collect::<Vec<_>>(), whole[1..4]);
+    for bad in ["0", "9-3", "x", "1-"] {
+        let out = run(&["archive", order, "--id", id, "--lines", bad], None);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(stderr(&out).contains("--lines"), "{bad}: {}", stderr(&out));
+    }
+    let no_id = run(&["archive", order, "--lines", "2-4"], None);
+    assert_eq!(no_id.status.code(), Some(2));
 }
 
 /// `inspect` says what became of the cache breakpoint of ours in an Anthropic request, and

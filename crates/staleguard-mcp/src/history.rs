@@ -58,8 +58,9 @@ pub fn answer(archive: &Archive, arguments: Option<&Value>, now: usize) -> Value
     text_result(vec![wrong, archive.list(now)], true)
 }
 
-/// Lines as a fold marker names them: `"120-158"`, or one line, `"120"` or `120`.
-fn line_range(lines: &Value) -> Option<(usize, usize)> {
+/// Lines as a fold marker names them: `"120-158"`, or one line, `"120"` or `120`; `None`
+/// for anything else. The CLI's `archive --lines` reads them the same way.
+pub fn line_range(lines: &Value) -> Option<(usize, usize)> {
     let number = |s: &str| s.trim().parse::<usize>().ok();
     match lines {
         Value::Number(n) => n
