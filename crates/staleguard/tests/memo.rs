@@ -4,7 +4,7 @@
 mod support;
 
 use staleguard::{
-    project, project_resumed_parts, Config, Memo, Options, Projection, RequestFormat,
+    project, project_resumed_parts, Config, LivePage, Memo, Options, Projection, RequestFormat,
 };
 use support::formats::chat_to_responses;
 use support::{fixtures, on, openai_fixtures, read, truncate};
@@ -101,7 +101,8 @@ fn answers_are_the_same_with_the_memo_off_cold_and_warm() {
 #[test]
 fn answers_are_the_same_resumed_from_checkpoints() {
     let memo = Memo::default();
-    let (turns_run, resumable) = resume_all(&on(), &memo, |request, _| vec![request.to_string()]);
+    let count = resume_all(&on(), &memo, |request, _| vec![request.to_string()]);
+    let (turns_run, resumable) = (count.requests, count.collapsed);
     let resumed = memo.resumed() as usize;
     eprintln!("{resumed} of {turns_run} turns resumed ({resumable} with a collapsed page)");
     assert!(
@@ -131,8 +132,36 @@ fn answers_are_the_same_resumed_under_other_settings_and_shapes() {
     };
     for config in [tight, no_evidence, no_progress] {
         let memo = Memo::default();
-        let (_, resumable) = resume_all(&config, &memo, variants);
+        let resumable = resume_all(&config, &memo, variants).collapsed;
         assert!(memo.resumed() as usize * 4 > resumable, "{config:?}");
+    }
+}
+
+/// A lean live page (SPEC 2) resumes from a checkpoint too: its form weighs the user's
+/// messages and what the model wrote before the tail, which the checkpoint keeps. Lean from
+/// 1 KB, so that the recorded pages are made lean; with evidence on and off, every shape.
+#[test]
+fn lean_pages_are_the_same_resumed_from_checkpoints() {
+    let lean = Config {
+        live_page: LivePage::Lean,
+        lean_min_bytes: 1024,
+        ..on()
+    };
+    let lean_alone = Config {
+        evidence_retention: Some(false),
+        ..lean.clone()
+    };
+    for config in [lean, lean_alone] {
+        let memo = Memo::default();
+        let count = resume_all(&config, &memo, variants);
+        eprintln!("{} resumed: {count:?}", memo.resumed());
+        assert!(memo.resumed() as usize * 4 > count.collapsed, "{config:?}");
+        // Every shape but the plain next turn goes the whole way (a question, a newest
+        // result replaced or failed reaches back), as does a session's first lean page.
+        assert!(
+            count.lean_resumed * 5 > count.lean,
+            "{count:?}: too few lean pages resumed"
+        );
     }
 }
 
@@ -210,14 +239,13 @@ fn variants(request: &str, format: RequestFormat) -> Vec<String> {
 }
 
 /// Projects every turn of every session in the formats that resume, each as `shapes` makes
-/// it, with `memo` and without, and checks the answers are the same; gives the number of
-/// requests and of those with a collapsed page.
+/// it, with `memo` and without, and checks the answers are the same, and counts them.
 fn resume_all(
     config: &Config,
     memo: &Memo,
     shapes: impl Fn(&str, RequestFormat) -> Vec<String>,
-) -> (usize, usize) {
-    let (mut turns_run, mut resumable) = (0, 0);
+) -> Count {
+    let mut count = Count::default();
     for (body, format) in sessions() {
         if format == RequestFormat::Responses {
             continue;
@@ -235,12 +263,25 @@ fn resume_all(
                     &resumed,
                     &format!("{} turn {turn} shape {shape}", format.name()),
                 );
-                turns_run += 1;
-                resumable += usize::from(off.report().collapsed() > 0);
+                count.requests += 1;
+                count.collapsed += usize::from(off.report().collapsed() > 0);
+                let lean = resumed.report().results.iter().any(|r| r.folded.is_some());
+                count.lean += usize::from(lean);
+                count.lean_resumed += usize::from(resumed.resumed && lean);
             }
         }
     }
-    (turns_run, resumable)
+    count
+}
+
+/// What [`resume_all`] projected: requests, those with a collapsed page, those with a lean
+/// page, and of those the ones that resumed.
+#[derive(Debug, Default)]
+struct Count {
+    requests: usize,
+    collapsed: usize,
+    lean: usize,
+    lean_resumed: usize,
 }
 
 /// `project_resumed`, which a host runs where the request arrived, answers exactly the turns

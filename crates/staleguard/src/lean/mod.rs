@@ -38,7 +38,7 @@ use crate::transcript::{Edit, Item, Role, Transcript};
 
 /// How pages are made lean.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Options {
+pub(crate) struct Options<'b> {
     /// Pages under this many bytes are sent whole.
     pub(crate) min_bytes: usize,
     /// The guard stands in front: a folded part is read back by the page's ID.
@@ -47,6 +47,10 @@ pub(crate) struct Options {
     pub(crate) find: bool,
     /// Bytes of a follow-up quote at most; `None`: evidence is off, no follow-up quotes.
     pub(crate) quote_bytes: Option<usize>,
+    /// Where the transcript is a tail read from a checkpoint, the user's messages before its
+    /// resume point, with their items, which the tail does not hold ([`read_before`]);
+    /// else empty.
+    pub(crate) users_before: &'b [(usize, Arc<str>)],
 }
 
 /// Sends every live (or waiting) page of `session` of at least `min_bytes` in its lean form:
@@ -57,9 +61,9 @@ pub(crate) fn add(
     transcript: &Transcript<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
-    options: Options,
+    options: Options<'_>,
 ) {
-    let (min_bytes, quote_bytes) = (options.min_bytes, options.quote_bytes);
+    let quote_bytes = options.quote_bytes;
     let looks = Looks {
         transcript,
         session,
@@ -76,8 +80,7 @@ pub(crate) fn add(
         if !has_lean_form(step) || looks.asks_again(i) {
             continue;
         }
-        let read_back = options.read_back(step);
-        let Some(lean) = kept(session.memo, transcript, step, read_back, min_bytes) else {
+        let Some(lean) = kept(session.memo, transcript, step, options) else {
             continue;
         };
         let Some(lean) = lean.as_ref() else { continue };
@@ -109,7 +112,7 @@ pub(crate) fn add(
     }
 }
 
-impl Options {
+impl Options<'_> {
     /// How the model reads a folded part of `step` back, of the ways the request offers.
     fn read_back<'s>(&self, step: &'s Step<'_>) -> ReadBack<'s> {
         match (self.guard, self.find) {
@@ -131,7 +134,7 @@ fn has_lean_form(step: &Step<'_>) -> bool {
 struct Looks<'r, 't> {
     transcript: &'r Transcript<'t>,
     session: &'r Session<'t>,
-    options: Options,
+    options: Options<'r>,
 }
 
 /// A run of the same page asked for again and again alternates: lean, whole, lean... A run
@@ -168,9 +171,7 @@ impl Looks<'_, '_> {
     /// Step `k` has a lean form worth sending.
     fn has_kept_form(self, k: usize) -> bool {
         let step = &self.session.steps[k];
-        let read_back = self.options.read_back(step);
-        let (memo, min_bytes) = (self.session.memo, self.options.min_bytes);
-        let lean = kept(memo, self.transcript, step, read_back, min_bytes);
+        let lean = kept(self.session.memo, self.transcript, step, self.options);
         lean.is_some_and(|l| l.is_some())
     }
 }
@@ -181,6 +182,58 @@ impl Looks<'_, '_> {
 /// asked for again or has no lean form. Keeping it whole keeps projection idempotent.
 fn projected(step: &Step<'_>) -> bool {
     step.reading.collapsed || lines::is_lean(step.text)
+}
+
+/// Whether step `i` of `session` looks back at the step before it when it is the live page
+/// ("Ask again, get it whole"): it shows that page again, or that step is our own writing. A
+/// tail read from a checkpoint whose first step does cannot be made lean as a whole read
+/// makes it: the step before is not in it.
+pub(crate) fn looks_back(session: &Session<'_>, i: usize) -> bool {
+    let before = i.checked_sub(1).and_then(|j| session.steps.get(j));
+    before.is_some_and(|b| projected(b) || same_page(session, i))
+}
+
+/// What a page's lean form reads before transcript item `resume` besides the page: the
+/// user's messages ([`Options::users_before`]), and what the model wrote and did since the
+/// last of them, newest first, as far as [`MODEL_TEXT_BYTES`] reaches, with their items.
+/// A checkpoint keeps both, so that a tail read from `resume` is made lean as a whole read
+/// is.
+#[allow(clippy::type_complexity)]
+pub(crate) fn read_before(
+    transcript: &Transcript<'_>,
+    resume: usize,
+) -> (Vec<(usize, Arc<str>)>, Vec<(usize, Box<str>)>) {
+    let end = resume.min(transcript.items.len());
+    let items = transcript.items[..end].iter().enumerate();
+    let users = items
+        .filter_map(|(i, item)| match item {
+            Item::Text {
+                role: Role::User,
+                text,
+            } => Some((i, Arc::from(text.as_ref()))),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    let asked = users.last().map_or(0, |u| u.0);
+    let mut model = Vec::new();
+    let mut bytes = 0;
+    for at in (asked + 1..end).rev() {
+        let text = match &transcript.items[at] {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => text.as_ref(),
+            Item::Call(call) => call.arguments.as_ref(),
+            _ => continue,
+        };
+        model.push((at, Box::from(text)));
+        bytes += text.len();
+        if bytes >= MODEL_TEXT_BYTES {
+            break;
+        }
+    }
+    model.reverse();
+    (users, model)
 }
 
 /// Step `i` shows the page of the step before it unchanged, and both could be sent lean.
@@ -234,15 +287,18 @@ fn kept(
     memo: &Memo,
     transcript: &Transcript<'_>,
     step: &Step<'_>,
-    read_back: ReadBack<'_>,
-    min_bytes: usize,
+    options: Options<'_>,
 ) -> Option<Arc<Option<Lean>>> {
+    let (read_back, min_bytes) = (options.read_back(step), options.min_bytes);
     if step.text.len() < min_bytes.max(1) {
         return None;
     }
-    let asked = last_user_text(transcript, step.item);
+    let before = options.users_before;
+    let last_user = last_user_text(transcript, step.item).max(before.last().map_or(0, |u| u.0));
+    let asked = model_window(transcript, last_user, step.item);
+    let users = || (before.iter().map(|u| &*u.1)).chain(user_texts(transcript, step.item));
     let mut context = xxhash_rust::xxh3::Xxh3::new();
-    for text in user_texts(transcript, step.item) {
+    for text in users() {
         context.update(text.as_bytes());
         context.update(&[0]);
     }
@@ -255,7 +311,7 @@ fn kept(
     context.update(&min_bytes.to_le_bytes());
     let render = || {
         let mut task = Words::default();
-        for text in user_texts(transcript, step.item) {
+        for text in users() {
             task.add(text);
         }
         let model = model_words(transcript, asked, step.item);
@@ -296,6 +352,33 @@ fn user_texts<'t>(transcript: &'t Transcript<'_>, until: usize) -> impl Iterator
             } => Some(text.as_ref()),
             _ => None,
         })
+}
+
+/// What the model wrote and did since the user's last message counts for a lean page's prose
+/// up to this many bytes, the newest first: its last steps say what it is after, and the
+/// page's cost stays the same however long the session grows.
+const MODEL_TEXT_BYTES: usize = 32 * 1024;
+
+/// The transcript item after which the model's text a page at `until` is weighed against
+/// starts: `asked` (the user's last message), or later, so that the newest
+/// [`MODEL_TEXT_BYTES`] of it count, from the item that passes them on.
+fn model_window(transcript: &Transcript<'_>, asked: usize, until: usize) -> usize {
+    let until = until.min(transcript.items.len());
+    let mut bytes = 0;
+    for at in (asked + 1..until).rev() {
+        bytes += match &transcript.items[at] {
+            Item::Text {
+                role: Role::Assistant,
+                text,
+            } => text.len(),
+            Item::Call(call) => call.arguments.len(),
+            _ => 0,
+        };
+        if bytes >= MODEL_TEXT_BYTES {
+            return at - 1;
+        }
+    }
+    asked
 }
 
 /// The transcript item of the last user message before `until` (0 when there is none).
@@ -425,6 +508,37 @@ mod tests {
             first_sentence(&long).ends_with("…\n"),
             "cut on a character boundary"
         );
+    }
+
+    #[test]
+    fn a_page_weighs_the_newest_model_text_alone_however_long_the_session() {
+        let text = |role, n: usize| Item::Text {
+            role,
+            text: "w".repeat(n).into(),
+        };
+        // The user asks (item 0), then the model writes 40 times 2 KB, results between.
+        let mut items = vec![text(Role::User, 10)];
+        for _ in 0..40 {
+            items.push(text(Role::Assistant, 2048));
+            items.push(Item::Other);
+        }
+        let transcript = Transcript { items };
+        let until = transcript.items.len();
+        let from = model_window(&transcript, 0, until);
+        let window: usize = transcript.items[from + 1..until]
+            .iter()
+            .map(|item| match item {
+                Item::Text { text, .. } => text.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(
+            (MODEL_TEXT_BYTES..MODEL_TEXT_BYTES + 2048).contains(&window),
+            "{window}"
+        );
+        // A short session is weighed whole, from the user's message on.
+        assert_eq!(model_window(&transcript, 0, 9), 0);
+        assert_eq!(model_window(&transcript, 70, until), 70);
     }
 
     #[test]

@@ -151,6 +151,30 @@ pub(crate) struct Checkpoint {
     /// back.
     pub before: Option<(Arc<str>, usize)>,
     pub model_before: Vec<(usize, Box<str>)>,
+    /// What a lean live page in the tail reads from before `resume.item`.
+    pub lean: LeanBefore,
+}
+
+/// What a checkpoint keeps for a live page made lean in the tail read from it (SPEC 2): the
+/// user's messages before the resume point and the model's newest texts since the last of
+/// them (`lean::read_before`), whether the first step read again looks back at the one
+/// before it (`lean::looks_back`: then the tail cannot be made lean as a whole read makes
+/// it), and whether the request offers `browser_find` (its declarations may be before the
+/// tail).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LeanBefore {
+    pub users: Vec<(usize, Arc<str>)>,
+    pub model: Vec<(usize, Box<str>)>,
+    pub looks_back: bool,
+    pub find: bool,
+}
+
+impl LeanBefore {
+    fn heap_bytes(&self) -> usize {
+        let users = self.users.iter().map(|(_, t)| t.len() + 48);
+        let model = self.model.iter().map(|(_, t)| t.len() + 32);
+        users.sum::<usize>() + model.sum::<usize>()
+    }
 }
 
 impl Checkpoint {
@@ -185,6 +209,7 @@ impl Checkpoint {
             tracker: None,
             before: None,
             model_before: Vec::new(),
+            lean: LeanBefore::default(),
         }
     }
 
@@ -235,7 +260,8 @@ impl Checkpoint {
             + self.before.as_ref().map_or(0, |(url, _)| url.len() + 32)
             + (self.model_before.iter())
                 .map(|(_, t)| t.len() + 32)
-                .sum::<usize>();
+                .sum::<usize>()
+            + self.lean.heap_bytes();
         // The allocator's own headers, and room for what the estimate leaves out: a test
         // holds every recorded session's checkpoints to it.
         held * 5 / 4 + 1024

@@ -31,7 +31,7 @@ use crate::projection::{self, Plan, ResultReport};
 use crate::session::Session;
 use crate::transcript::{Edit, Item, Role, Transcript};
 
-use super::checkpoint::{self, Checkpoint, EditGroup, Shared};
+use super::checkpoint::{self, Checkpoint, EditGroup, LeanBefore, Shared};
 use super::stages::{frozen_end, guard_in_front, written_report, WrittenEvidence};
 
 /// Where a request's checkpoint is cut.
@@ -49,12 +49,27 @@ pub(crate) struct Cut {
     /// to `resume`: a page read from `resume` on weighs its quotes by those words too.
     before: Option<(Arc<str>, usize)>,
     model_before: Vec<(usize, Box<str>)>,
+    /// What a lean live page after `resume` reads from before it.
+    lean: LeanBefore,
+}
+
+/// What a cut knows besides the request: whether it offers `browser_find` (from a whole
+/// read, or the checkpoint a tail was read from), and that checkpoint.
+#[derive(Clone, Copy)]
+pub(crate) struct CutFrom<'c> {
+    pub(crate) find: bool,
+    pub(crate) base: Option<&'c Checkpoint>,
 }
 
 impl Cut {
     /// The cut of a request read as `request`, whose session and plan are given; `None`
     /// when it has no observation in its frozen history or cannot resume.
-    pub(crate) fn of(request: &WireRequest<'_>, session: &Session<'_>, plan: &Plan) -> Option<Cut> {
+    pub(crate) fn of(
+        request: &WireRequest<'_>,
+        session: &Session<'_>,
+        plan: &Plan,
+        known: CutFrom<'_>,
+    ) -> Option<Cut> {
         let end = frozen_end(session, plan)?;
         let o = session
             .steps
@@ -84,6 +99,7 @@ impl Cut {
                     let before = crate::evidence::read_before(session, resume.item);
                     let from = before.as_ref().map_or(resume.item, |(_, item)| *item);
                     let model_before = model_texts(transcript, from..resume.item);
+                    let lean = lean_before(transcript, session, resume.item, known);
                     return Some(Cut {
                         resume,
                         frozen: o.item,
@@ -91,11 +107,43 @@ impl Cut {
                         items,
                         before,
                         model_before,
+                        lean,
                     });
                 }
             }
         }
         None
+    }
+}
+
+/// What a lean live page after transcript item `resume` reads from before it, for the
+/// checkpoint cut there: the user's messages (those before `known`'s base's resume point
+/// come from it, as its tail does not hold them), the model's newest texts, whether the
+/// first step from `resume` on looks back at the one before it, and the `browser_find`
+/// offer.
+fn lean_before(
+    transcript: &Transcript<'_>,
+    session: &Session<'_>,
+    resume: usize,
+    known: CutFrom<'_>,
+) -> LeanBefore {
+    let (users, model) = crate::lean::read_before(transcript, resume);
+    let mut kept = known.base.map(|b| b.lean.users.clone()).unwrap_or_default();
+    kept.extend(users);
+    let first = session.steps.iter().position(|s| s.item >= resume);
+    let looks_back = match (first, known.base) {
+        (Some(i), _) if i > 0 => crate::lean::looks_back(session, i),
+        // A whole read has nothing before its first step; a tail's first step is read
+        // again from where its checkpoint resumed, which knows.
+        (Some(_), None) => false,
+        (Some(_), Some(base)) if base.resume.item == resume => base.lean.looks_back,
+        _ => true,
+    };
+    LeanBefore {
+        users: kept,
+        model,
+        looks_back,
+        find: known.find,
     }
 }
 
@@ -257,6 +305,7 @@ fn own_part(
     kept.tracker = parts.tracker;
     kept.before = cut.before;
     kept.model_before = cut.model_before;
+    kept.lean = cut.lean;
     if let Some(w) = parts.written {
         (kept.quotes, kept.refused, kept.evidence_bytes) = evidence_before(&w.written, resume_item);
         kept.choice = w.kept.clone();
@@ -372,7 +421,7 @@ pub(crate) fn read_tail<'t>(
     base: &Checkpoint,
 ) -> Option<WireRequest<'t>> {
     let mut request = read_request_from(tail, format, &base.resume.moved_to_start())?;
-    for (item, text) in &base.model_before {
+    for (item, text) in base.model_before.iter().chain(&base.lean.model) {
         request.restore_model_text(*item, text);
     }
     Some(request)
@@ -391,8 +440,11 @@ pub(crate) fn resumable(
 ) -> bool {
     let transcript = request.transcript();
     let items = base.hashed_item..base.chosen_until + 1;
-    // A lean page weighs its prose against the user's words before it.
-    config.live_page != LivePage::Lean
+    // A lean page weighs its prose against what `base` kept of the transcript before the
+    // tail, but it cannot know the step before the tail's first, nor see the declarations
+    // of `browser_find` in a tail.
+    (config.live_page != LivePage::Lean
+        || !(base.lean.looks_back || tail.contains(crate::tools::FIND_TOOL)))
         // A waiting collapse rewrites what a checkpoint froze (SPEC 9, C5), and a tail that
         // names the history tool may belong to a request that offers it before the tail.
         && !guard_in_front(request, config)

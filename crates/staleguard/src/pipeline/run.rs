@@ -22,7 +22,7 @@ use crate::waiting;
 use super::checkpoint::Checkpoint;
 use super::options::Options;
 use super::output::{CallVerdict, Projection, Report};
-use super::resume::{self, Analysed, Cut};
+use super::resume::{self, Analysed, Cut, CutFrom};
 use super::stages::{self, WrittenEvidence};
 
 /// A projection job: what a projection runs with: the config, its browser tools, the host's options, the memo
@@ -66,15 +66,19 @@ pub(crate) fn fresh(body: &str, format: RequestFormat, job: &Job<'_>) -> Result<
     let session = session(&request, job);
     let waits = stages::guard_in_front(&request, job.config);
     let mut plan = plan(&request, &session, job.config, waits);
-    // A later turn never resumes where collapses may wait or the live page is lean
-    // (`resume::resumable`): no checkpoint is kept for it.
     let lean = job.config.live_page == LivePage::Lean;
+    // Where a lean page reads a folded part back, of the ways the request offers.
+    let find = lean && !waits && request.offers_find();
+    // A later turn never resumes where collapses may wait (`resume::resumable`): no
+    // checkpoint is kept for it.
+    let known = CutFrom { find, base: None };
     let cut = (job.keep)
-        .filter(|_| !waits && !lean)
-        .and_then(|_| Cut::of(&request, &session, &plan));
+        .filter(|_| !waits)
+        .and_then(|_| Cut::of(&request, &session, &plan, known));
     let mut found = fresh_analyses(&request, &session, &mut plan, cut.as_ref(), job);
     if lean {
-        add_lean(&request, &session, &mut plan, job.config, waits);
+        let options = lean_options(job.config, waits, find, &[]);
+        crate::lean::add(request.transcript(), &session, &mut plan, options);
     }
     let breakpoint = breakpoint(&request, &session, &plan, format);
     let written = write(&request, &plan, breakpoint, cut.as_ref());
@@ -121,8 +125,18 @@ pub(crate) fn resumed(
     if format == RequestFormat::Anthropic && breakpoint.is_none() {
         return None;
     }
-    let cut = job.keep.and_then(|_| Cut::of(&request, &session, &plan));
+    let known = CutFrom {
+        find: base.lean.find,
+        base: Some(base),
+    };
+    let cut = job
+        .keep
+        .and_then(|_| Cut::of(&request, &session, &plan, known));
     let mut found = resumed_analyses(&request, &session, &mut plan, base, cut.as_ref(), job)?;
+    if job.config.live_page == LivePage::Lean {
+        let options = lean_options(job.config, false, base.lean.find, &base.lean.users);
+        crate::lean::add(request.transcript(), &session, &mut plan, options);
+    }
     let parts = found.left(&plan);
     let (report, collapsed) = resume::merged_plan(base, &parts);
     let written = write(&request, &plan, breakpoint, cut.as_ref());
@@ -311,23 +325,24 @@ fn fresh_evidence(
     (evidence, written)
 }
 
-/// The lean form of the live page (SPEC 2), in place of what the page sent.
-fn add_lean(
-    request: &WireRequest<'_>,
-    session: &Session<'_>,
-    plan: &mut Plan,
+/// How the live page is made lean (SPEC 2): where the guard stands in front (`guard`) a
+/// folded part is read back through it, else through `browser_find` where the request
+/// offers it (`find`); `users_before` are the user's messages before a tail.
+fn lean_options<'b>(
     config: &Config,
-    waits: bool,
-) {
-    let options = crate::lean::Options {
+    guard: bool,
+    find: bool,
+    users_before: &'b [(usize, std::sync::Arc<str>)],
+) -> crate::lean::Options<'b> {
+    crate::lean::Options {
         min_bytes: config.lean_min_bytes,
-        guard: waits,
-        find: request.offers_find(),
+        guard,
+        find,
         quote_bytes: config
             .evidence_on()
             .then_some(config.evidence_max_quote_bytes),
-    };
-    crate::lean::add(request.transcript(), session, plan, options);
+        users_before,
+    }
 }
 
 /// Anthropic requests: our `cache_control` breakpoint at the end of what stays frozen, when
