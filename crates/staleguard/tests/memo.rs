@@ -153,7 +153,12 @@ fn lean_pages_are_the_same_resumed_from_checkpoints() {
     };
     for config in [lean, lean_alone] {
         let memo = Memo::default();
-        let count = resume_all(&config, &memo, variants);
+        let shapes = |request: &str, format| {
+            let mut out = variants(request, format);
+            out.extend(asked_again(request, format));
+            out
+        };
+        let count = resume_all(&config, &memo, shapes);
         eprintln!("{} resumed: {count:?}", memo.resumed());
         assert!(memo.resumed() as usize * 4 > count.collapsed, "{config:?}");
         // Every shape but the plain next turn goes the whole way (a question, a newest
@@ -234,6 +239,52 @@ fn variants(request: &str, format: RequestFormat) -> Vec<String> {
             (true, _) => result["content"] = "### Result\nError: Timeout 5000ms exceeded.".into(),
         }
         out.push(changed.to_string());
+    }
+    out
+}
+
+/// The request of a turn with the newest result's page asked for again, once, twice and
+/// three times (a snapshot call and the same page each time), each extending the one
+/// before: "Ask again, get it whole" alternates whole and lean across turns that resume.
+fn asked_again(request: &str, format: RequestFormat) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(request).expect("JSON");
+    let Some(messages) = v["messages"].as_array() else {
+        return Vec::new();
+    };
+    let page = messages.iter().rev().find_map(|m| match format {
+        RequestFormat::Anthropic => m["content"]
+            .as_array()?
+            .iter()
+            .rev()
+            .find(|b| b["type"] == "tool_result")
+            .map(|b| b["content"].clone()),
+        _ => (m["role"] == "tool").then(|| m["content"].clone()),
+    });
+    let Some(page) = page else {
+        return Vec::new();
+    };
+    let mut asked = v.clone();
+    let mut out = Vec::new();
+    for k in 0..3 {
+        let id = format!("again_{k}");
+        let (call, result) = match format {
+            RequestFormat::Anthropic => (
+                serde_json::json!({"role": "assistant", "content": [{"type": "tool_use",
+                    "id": id, "name": "browser_snapshot", "input": {}}]}),
+                serde_json::json!({"role": "user", "content": [{"type": "tool_result",
+                    "tool_use_id": id, "content": page}]}),
+            ),
+            _ => (
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "id": id, "type": "function",
+                    "function": {"name": "browser_snapshot", "arguments": "{}"}}]}),
+                serde_json::json!({"role": "tool", "tool_call_id": id, "content": page}),
+            ),
+        };
+        if let Some(list) = asked["messages"].as_array_mut() {
+            list.extend([call, result]);
+        }
+        out.push(asked.to_string());
     }
     out
 }

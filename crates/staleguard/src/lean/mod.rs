@@ -51,6 +51,45 @@ pub(crate) struct Options<'b> {
     /// resume point, with their items, which the tail does not hold ([`read_before`]);
     /// else empty.
     pub(crate) users_before: &'b [(usize, Arc<str>)],
+    /// Where the transcript is a tail, what "Ask again" knows of its first step ([`First`]).
+    pub(crate) first: Option<First>,
+}
+
+/// What "Ask again, get it whole" knows of the first step of a tail read from a checkpoint,
+/// from the request the checkpoint was cut in ([`first_from`]): whether that step asks
+/// again, whether it was sent lean, and how many steps of the same page came right before
+/// it (at most [`MAX_RUN`]). The tail does not hold the steps before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct First {
+    pub(crate) asks_again: bool,
+    pub(crate) sent_lean: bool,
+    pub(crate) run_before: usize,
+}
+
+/// [`First`] for the step of `session` first read again from transcript item `resume`;
+/// `None` when no step is read again.
+pub(crate) fn first_from(
+    transcript: &Transcript<'_>,
+    session: &Session<'_>,
+    options: Options<'_>,
+    resume: usize,
+) -> Option<First> {
+    let f = session.steps.iter().position(|s| s.item >= resume)?;
+    let looks = Looks {
+        transcript,
+        session,
+        options,
+    };
+    let start = looks.run_start(f);
+    let carried = match start {
+        0 => options.first.map_or(0, |first| first.run_before),
+        _ => 0,
+    };
+    Some(First {
+        asks_again: looks.asks_again(f),
+        sent_lean: looks.sent_lean(f),
+        run_before: (f - start + carried).min(MAX_RUN),
+    })
 }
 
 /// Sends every live (or waiting) page of `session` of at least `min_bytes` in its lean form:
@@ -139,7 +178,7 @@ struct Looks<'r, 't> {
 
 /// A run of the same page asked for again and again alternates: lean, whole, lean... A run
 /// is followed back this far at most, so the decision costs the same in any session.
-const MAX_RUN: usize = 32;
+pub(crate) const MAX_RUN: usize = 32;
 
 impl Looks<'_, '_> {
     /// Step `i` shows the page of the browser result right before it, unchanged (the same
@@ -147,6 +186,9 @@ impl Looks<'_, '_> {
     /// it gets it whole. Decided from the transcript up to step `i` alone, so the answer
     /// stays the same on every later turn (SPEC 9, C1).
     fn asks_again(self, i: usize) -> bool {
+        if let (0, Some(first)) = (i, self.options.first) {
+            return first.asks_again;
+        }
         let Some(before) = i.checked_sub(1).and_then(|j| self.session.steps.get(j)) else {
             return false;
         };
@@ -156,16 +198,26 @@ impl Looks<'_, '_> {
     /// Whether step `j` was sent lean while it was the newest page: it has a lean form and
     /// was no second look at a lean page.
     fn sent_lean(self, j: usize) -> bool {
+        let start = self.run_start(j);
+        let mut lean_before = false;
+        for k in start..=j {
+            // A tail's first step: as the request its checkpoint was cut in decided.
+            lean_before = match (k, self.options.first) {
+                (0, Some(first)) => first.sent_lean,
+                _ => !(k > start && lean_before) && self.has_kept_form(k),
+            };
+        }
+        lean_before
+    }
+
+    /// The first step of the run of the same page that step `j` ends, followed back
+    /// [`MAX_RUN`] steps at most.
+    fn run_start(self, j: usize) -> usize {
         let mut start = j;
         while start > 0 && j - start < MAX_RUN && same_page(self.session, start) {
             start -= 1;
         }
-        let mut lean_before = false;
-        for k in start..=j {
-            let asked_again = k > start && lean_before;
-            lean_before = !asked_again && self.has_kept_form(k);
-        }
-        lean_before
+        start
     }
 
     /// Step `k` has a lean form worth sending.
@@ -182,15 +234,6 @@ impl Looks<'_, '_> {
 /// asked for again or has no lean form. Keeping it whole keeps projection idempotent.
 fn projected(step: &Step<'_>) -> bool {
     step.reading.collapsed || lines::is_lean(step.text)
-}
-
-/// Whether step `i` of `session` looks back at the step before it when it is the live page
-/// ("Ask again, get it whole"): it shows that page again, or that step is our own writing. A
-/// tail read from a checkpoint whose first step does cannot be made lean as a whole read
-/// makes it: the step before is not in it.
-pub(crate) fn looks_back(session: &Session<'_>, i: usize) -> bool {
-    let before = i.checked_sub(1).and_then(|j| session.steps.get(j));
-    before.is_some_and(|b| projected(b) || same_page(session, i))
 }
 
 /// What a page's lean form reads before transcript item `resume` besides the page: the

@@ -33,6 +33,7 @@ use crate::transcript::{Edit, Item, Role, Transcript};
 
 use super::checkpoint::{self, Checkpoint, EditGroup, LeanBefore, Shared};
 use super::stages::{frozen_end, guard_in_front, written_report, WrittenEvidence};
+use crate::lean::MAX_RUN;
 
 /// Where a request's checkpoint is cut.
 pub(crate) struct Cut {
@@ -62,6 +63,17 @@ pub(crate) struct CutFrom<'c> {
 }
 
 impl Cut {
+    /// Where reading resumes: the transcript item of the first message read again.
+    pub(crate) fn resume_item(&self) -> usize {
+        self.resume.item
+    }
+
+    /// What "ask again" knows of the first step read again (`lean::first_from`), for a lean
+    /// page in the tail.
+    pub(crate) fn set_lean_first(&mut self, first: Option<crate::lean::First>) {
+        self.lean.first = first;
+    }
+
     /// The cut of a request read as `request`, whose session and plan are given; `None`
     /// when it has no observation in its frozen history or cannot resume.
     pub(crate) fn of(
@@ -99,7 +111,7 @@ impl Cut {
                     let before = crate::evidence::read_before(session, resume.item);
                     let from = before.as_ref().map_or(resume.item, |(_, item)| *item);
                     let model_before = model_texts(transcript, from..resume.item);
-                    let lean = lean_before(transcript, session, resume.item, known);
+                    let lean = lean_before(transcript, resume.item, known);
                     return Some(Cut {
                         resume,
                         frozen: o.item,
@@ -118,31 +130,17 @@ impl Cut {
 
 /// What a lean live page after transcript item `resume` reads from before it, for the
 /// checkpoint cut there: the user's messages (those before `known`'s base's resume point
-/// come from it, as its tail does not hold them), the model's newest texts, whether the
-/// first step from `resume` on looks back at the one before it, and the `browser_find`
-/// offer.
-fn lean_before(
-    transcript: &Transcript<'_>,
-    session: &Session<'_>,
-    resume: usize,
-    known: CutFrom<'_>,
-) -> LeanBefore {
+/// come from it, as its tail does not hold them), the model's newest texts, and the
+/// `browser_find` offer. What "ask again" knows of the first step is set by the run, which
+/// knows how pages are made lean ([`Cut::set_lean_first`]).
+fn lean_before(transcript: &Transcript<'_>, resume: usize, known: CutFrom<'_>) -> LeanBefore {
     let (users, model) = crate::lean::read_before(transcript, resume);
     let mut kept = known.base.map(|b| b.lean.users.clone()).unwrap_or_default();
     kept.extend(users);
-    let first = session.steps.iter().position(|s| s.item >= resume);
-    let looks_back = match (first, known.base) {
-        (Some(i), _) if i > 0 => crate::lean::looks_back(session, i),
-        // A whole read has nothing before its first step; a tail's first step is read
-        // again from where its checkpoint resumed, which knows.
-        (Some(_), None) => false,
-        (Some(_), Some(base)) if base.resume.item == resume => base.lean.looks_back,
-        _ => true,
-    };
     LeanBefore {
         users: kept,
         model,
-        looks_back,
+        first: None,
         find: known.find,
     }
 }
@@ -441,10 +439,12 @@ pub(crate) fn resumable(
     let transcript = request.transcript();
     let items = base.hashed_item..base.chosen_until + 1;
     // A lean page weighs its prose against what `base` kept of the transcript before the
-    // tail, but it cannot know the step before the tail's first, nor see the declarations
-    // of `browser_find` in a tail.
+    // tail, and "ask again" goes on from what `base` knew of the tail's first step, but
+    // not past a run of MAX_RUN looks at one page (where the walk back stops would tell);
+    // and `base` cannot see declarations of `browser_find` in a tail.
     (config.live_page != LivePage::Lean
-        || !(base.lean.looks_back || tail.contains(crate::tools::FIND_TOOL)))
+        || (base.lean.first).is_some_and(|f| f.run_before + session.steps.len() < MAX_RUN)
+            && !tail.contains(crate::tools::FIND_TOOL))
         // A waiting collapse rewrites what a checkpoint froze (SPEC 9, C5), and a tail that
         // names the history tool may belong to a request that offers it before the tail.
         && !guard_in_front(request, config)

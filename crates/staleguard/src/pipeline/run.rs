@@ -6,6 +6,8 @@
 //! the evidence choice begin, the breakpoint rule, how the body is written and the plan
 //! reported), each driver does its own.
 
+use std::sync::Arc;
+
 use crate::adapter::{read_request, Breakpoint, RequestFormat, SplitWrite, WireRequest};
 use crate::config::{Config, LivePage};
 use crate::error::Error;
@@ -17,6 +19,7 @@ use crate::projection::{self, Plan, Status};
 use crate::reading::Reader;
 use crate::session::Session;
 use crate::tools::BrowserTools;
+use crate::transcript::Transcript;
 use crate::waiting;
 
 use super::checkpoint::Checkpoint;
@@ -72,13 +75,19 @@ pub(crate) fn fresh(body: &str, format: RequestFormat, job: &Job<'_>) -> Result<
     // A later turn never resumes where collapses may wait (`resume::resumable`): no
     // checkpoint is kept for it.
     let known = CutFrom { find, base: None };
-    let cut = (job.keep)
+    let mut cut = (job.keep)
         .filter(|_| !waits)
         .and_then(|_| Cut::of(&request, &session, &plan, known));
     let mut found = fresh_analyses(&request, &session, &mut plan, cut.as_ref(), job);
     if lean {
-        let options = lean_options(job.config, waits, find, &[]);
-        crate::lean::add(request.transcript(), &session, &mut plan, options);
+        let options = lean_options(job.config, waits, find, (&[], None));
+        make_lean(
+            request.transcript(),
+            &session,
+            &mut plan,
+            cut.as_mut(),
+            options,
+        );
     }
     let breakpoint = breakpoint(&request, &session, &plan, format);
     let written = write(&request, &plan, breakpoint, cut.as_ref());
@@ -129,13 +138,20 @@ pub(crate) fn resumed(
         find: base.lean.find,
         base: Some(base),
     };
-    let cut = job
+    let mut cut = job
         .keep
         .and_then(|_| Cut::of(&request, &session, &plan, known));
     let mut found = resumed_analyses(&request, &session, &mut plan, base, cut.as_ref(), job)?;
     if job.config.live_page == LivePage::Lean {
-        let options = lean_options(job.config, false, base.lean.find, &base.lean.users);
-        crate::lean::add(request.transcript(), &session, &mut plan, options);
+        let before = (&base.lean.users[..], base.lean.first);
+        let options = lean_options(job.config, false, base.lean.find, before);
+        make_lean(
+            request.transcript(),
+            &session,
+            &mut plan,
+            cut.as_mut(),
+            options,
+        );
     }
     let parts = found.left(&plan);
     let (report, collapsed) = resume::merged_plan(base, &parts);
@@ -325,14 +341,33 @@ fn fresh_evidence(
     (evidence, written)
 }
 
+/// Makes the live page lean (SPEC 2), and tells `cut` what the next tail needs to know of
+/// its first step to do the same.
+fn make_lean(
+    transcript: &Transcript<'_>,
+    session: &Session<'_>,
+    plan: &mut Plan,
+    cut: Option<&mut Cut>,
+    options: crate::lean::Options<'_>,
+) {
+    if let Some(cut) = cut {
+        let resume = cut.resume_item();
+        cut.set_lean_first(crate::lean::first_from(
+            transcript, session, options, resume,
+        ));
+    }
+    crate::lean::add(transcript, session, plan, options);
+}
+
 /// How the live page is made lean (SPEC 2): where the guard stands in front (`guard`) a
 /// folded part is read back through it, else through `browser_find` where the request
-/// offers it (`find`); `users_before` are the user's messages before a tail.
+/// offers it (`find`); `before`, for a tail, the user's messages before it and what "ask
+/// again" knows of its first step.
 fn lean_options<'b>(
     config: &Config,
     guard: bool,
     find: bool,
-    users_before: &'b [(usize, std::sync::Arc<str>)],
+    (users_before, first): (&'b [(usize, Arc<str>)], Option<crate::lean::First>),
 ) -> crate::lean::Options<'b> {
     crate::lean::Options {
         min_bytes: config.lean_min_bytes,
@@ -342,6 +377,7 @@ fn lean_options<'b>(
             .evidence_on()
             .then_some(config.evidence_max_quote_bytes),
         users_before,
+        first,
     }
 }
 
