@@ -12,8 +12,9 @@
 //! `cargo build --release -p staleguard-cli` first.
 //!
 //! Each round runs the floor, `staleguard project FILE` with the defaults (evidence and
-//! progress on) and with projection alone (`BROWSER_EVIDENCE_RETENTION=off
-//! BROWSER_PROGRESS_TRACKING=off`), interleaved so that machine noise hits all three alike.
+//! progress on), with projection alone (`BROWSER_EVIDENCE_RETENTION=off
+//! BROWSER_PROGRESS_TRACKING=off`) and with the live page lean (`STALEGUARD_LIVE_PAGE=lean`),
+//! interleaved so that machine noise hits them all alike.
 //! `-- --rounds N` sets the number of rounds (default 15). `-- --against PATH` runs another
 //! `staleguard` binary (an older build, say) in the same rounds, for before and after figures
 //! measured side by side.
@@ -69,6 +70,7 @@ enum Run {
     Floor,
     Defaults(usize),
     ProjectionAlone(usize),
+    Lean(usize),
 }
 
 impl Commands {
@@ -79,7 +81,7 @@ impl Commands {
                 c.arg("--floor");
                 c
             }
-            Run::Defaults(b) | Run::ProjectionAlone(b) => {
+            Run::Defaults(b) | Run::ProjectionAlone(b) | Run::Lean(b) => {
                 let mut c = Command::new(&self.binaries[b]);
                 c.arg("project");
                 // The defaults: no setting from the environment of whoever runs the bench.
@@ -89,9 +91,15 @@ impl Commands {
                         c.env_remove(&name);
                     }
                 }
-                if let Run::ProjectionAlone(_) = run {
-                    c.env("BROWSER_EVIDENCE_RETENTION", "off")
-                        .env("BROWSER_PROGRESS_TRACKING", "off");
+                match run {
+                    Run::ProjectionAlone(_) => {
+                        c.env("BROWSER_EVIDENCE_RETENTION", "off")
+                            .env("BROWSER_PROGRESS_TRACKING", "off");
+                    }
+                    Run::Lean(_) => {
+                        c.env("STALEGUARD_LIVE_PAGE", "lean");
+                    }
+                    _ => {}
                 }
                 c
             }
@@ -156,7 +164,8 @@ fn ratios(rounds: usize, against: Option<PathBuf>) {
     // One run of each, output kept: checks what is timed, and warms the page cache.
     let copied = commands.output(Run::Floor);
     assert!(copied == body.as_bytes(), "the floor wrote other bytes");
-    let [defaults_bytes, alone_bytes] = [Run::Defaults(0), Run::ProjectionAlone(0)].map(|run| {
+    let runs = [Run::Defaults(0), Run::ProjectionAlone(0), Run::Lean(0)];
+    let [defaults_bytes, alone_bytes, lean_bytes] = runs.map(|run| {
         let out = commands.output(run);
         serde_json::from_slice::<serde::de::IgnoredAny>(&out).expect("projection is JSON");
         out.len()
@@ -164,7 +173,7 @@ fn ratios(rounds: usize, against: Option<PathBuf>) {
 
     let mut runs = vec![Run::Floor];
     for b in 0..commands.binaries.len() {
-        runs.extend([Run::Defaults(b), Run::ProjectionAlone(b)]);
+        runs.extend([Run::Defaults(b), Run::ProjectionAlone(b), Run::Lean(b)]);
     }
     let mut samples = vec![Vec::new(); runs.len()];
     for _ in 0..rounds {
@@ -175,13 +184,13 @@ fn ratios(rounds: usize, against: Option<PathBuf>) {
     let medians: Vec<f64> = samples.into_iter().map(median).collect();
     let f = medians[0];
     println!(
-        "\nwhole process, median of {rounds} interleaved runs, {} bytes, {} -> {defaults_bytes} bytes (defaults), {alone_bytes} bytes (projection alone):",
+        "\nwhole process, median of {rounds} interleaved runs, {} bytes, {} -> {defaults_bytes} bytes (defaults), {alone_bytes} bytes (projection alone), {lean_bytes} bytes (lean):",
         body.len(),
         body.len()
     );
     println!("  floor (read, validate, write) {:>8.2} ms", f * 1e3);
     for (b, binary) in commands.binaries.iter().enumerate() {
-        let (d, p) = (medians[1 + 2 * b], medians[2 + 2 * b]);
+        let (d, p, l) = (medians[1 + 3 * b], medians[2 + 3 * b], medians[3 + 3 * b]);
         if b > 0 {
             println!("  against {}:", binary.display());
         }
@@ -194,6 +203,11 @@ fn ratios(rounds: usize, against: Option<PathBuf>) {
             "  project, projection alone     {:>8.2} ms   projection alone / floor = {:.2}",
             p * 1e3,
             p / f
+        );
+        println!(
+            "  project, live page lean       {:>8.2} ms   lean / floor             = {:.2}",
+            l * 1e3,
+            l / f
         );
     }
 }

@@ -133,7 +133,7 @@ impl Turns {
         for i in 0..round {
             let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("t{i}"),
                 "type": "function", "function": {"name": "browser_snapshot", "arguments": "{}"}}]});
-            let page = format!("{}\n- text: turn {i}", self.page);
+            let page = turn_page(&self.page, i);
             let result = json!({"role": "tool", "tool_call_id": format!("t{i}"), "content": page});
             body.push(',');
             body.push_str(&call.to_string());
@@ -145,14 +145,35 @@ impl Turns {
     }
 }
 
+/// The page of turn `i`: the session's newest page and a line of its own after it, or with
+/// `TURN_PAGES=distinct` inside its tree, so that each turn shows a page of its own (an
+/// agent that acts, rather than one that asks for the same page again and again).
+fn turn_page(page: &str, i: usize) -> String {
+    let distinct = std::env::var("TURN_PAGES").is_ok_and(|v| v == "distinct");
+    match page.rfind("\n```").filter(|_| distinct) {
+        Some(end) => format!("{}\n- text: turn {i}{}", &page[..end], &page[end..]),
+        None => format!("{page}\n- text: turn {i}"),
+    }
+}
+
 /// Projection with the defaults, or with evidence and progress as `EVIDENCE` and
-/// `PROGRESS` say (`on` or anything else).
+/// `PROGRESS` say (`on` or anything else), and the live page lean with `LIVE_PAGE=lean`
+/// (from 1 KB with `LEAN_MIN_BYTES=1024`: the recorded pages are smaller than the default).
 fn config() -> Config {
+    let defaults = Config::default();
+    let lean_min_bytes = std::env::var("LEAN_MIN_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok());
     Config {
         browser_history_compaction: true,
         evidence_retention: std::env::var("EVIDENCE").ok().map(|v| v == "on"),
         progress_tracking: std::env::var("PROGRESS").ok().map(|v| v == "on"),
-        ..Config::default()
+        live_page: match std::env::var("LIVE_PAGE").as_deref() {
+            Ok("lean") => staleguard::LivePage::Lean,
+            _ => defaults.live_page,
+        },
+        lean_min_bytes: lean_min_bytes.unwrap_or(defaults.lean_min_bytes),
+        ..defaults
     }
 }
 
