@@ -494,8 +494,9 @@ fn inspect_says_what_a_lean_live_page_folded() {
         if json {
             cmd.arg("--json");
         }
-        if lean {
-            cmd.env("STALEGUARD_LIVE_PAGE", "lean");
+        // Lean by default; `whole` sends the page as the server wrote it.
+        if !lean {
+            cmd.env("STALEGUARD_LIVE_PAGE", "whole");
         }
         let out = cmd.output().expect("runs");
         assert!(out.status.success(), "{}", stderr(&out));

@@ -46,8 +46,8 @@ pub struct Config {
     /// that would rewrite more than it saves may wait (SPEC 9, C5). `None` (the default):
     /// when the request offers the guard's `browser_history` tool.
     pub guard_in_front: Option<bool>,
-    /// How the newest observation is sent (SPEC 2 "Lean live page"): whole (the default),
-    /// or lean on pages of at least [`lean_min_bytes`](Self::lean_min_bytes).
+    /// How the newest observation is sent (SPEC 2 "Lean live page"): lean on pages of at
+    /// least [`lean_min_bytes`](Self::lean_min_bytes) (the default), or whole.
     pub live_page: LivePage,
     /// Bytes under which a live page is always sent whole (8 KiB).
     pub lean_min_bytes: usize,
@@ -57,10 +57,10 @@ pub struct Config {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum LivePage {
     /// As the server wrote it.
-    #[default]
     Whole,
     /// Every control and the path to it, the prose that answers the task, the rest folded
-    /// with a marker saying how to read it back.
+    /// with a marker saying how to read it back (the default).
+    #[default]
     Lean,
 }
 
@@ -100,7 +100,7 @@ impl Default for Config {
                 .collect(),
             page_tools: DEFAULT_PAGE_TOOLS.iter().map(|s| s.to_string()).collect(),
             guard_in_front: None,
-            live_page: LivePage::Whole,
+            live_page: LivePage::Lean,
             lean_min_bytes: DEFAULT_LEAN_MIN_BYTES,
         }
     }

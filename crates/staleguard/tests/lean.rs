@@ -362,7 +362,7 @@ fn the_config_names_the_live_page_form() {
         Config::load(Some(file), env).expect("loads").live_page,
         LivePage::Whole
     );
-    assert_eq!(Config::default().live_page, LivePage::Whole);
+    assert_eq!(Config::default().live_page, LivePage::Lean);
     let bad = Config::load(Some("live_page = \"thin\""), |_| None).expect_err("refused");
     assert!(
         bad.to_string().contains("live_page") && bad.to_string().contains("lean"),

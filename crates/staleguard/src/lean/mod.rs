@@ -116,7 +116,10 @@ pub(crate) fn add(
         let Some(header) = step.reading.header.as_ref().filter(|_| shown) else {
             continue;
         };
-        if !has_lean_form(step) || looks.asks_again(i) {
+        // A page under the threshold is sent whole: decided before "ask again", which
+        // parses the trees of the page and the one before it.
+        let small = step.text.len() < options.min_bytes.max(1);
+        if small || !has_lean_form(step) || looks.asks_again(i) {
             continue;
         }
         let Some(lean) = kept(session.memo, transcript, step, options) else {

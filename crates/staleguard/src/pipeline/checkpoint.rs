@@ -479,7 +479,7 @@ mod tests {
         let of = |c: &Config| context_of(RequestFormat::OpenAiChat, c);
         let variants = [
             Config {
-                live_page: LivePage::Lean,
+                live_page: LivePage::Whole,
                 ..base.clone()
             },
             Config {

@@ -105,18 +105,32 @@ pub(crate) fn check_invariants(input: &str, p: &Projection) {
         "one edit per collapsed result"
     );
     let appended = appended_message(p);
+    // The live page may be sent in its lean form (SPEC 2): "byte-identical or its lean form".
+    let lean: Vec<usize> = (p.report().results.iter())
+        .filter(|r| r.folded.is_some())
+        .map(|r| r.message)
+        .collect();
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
         if collapsed.contains(&i) {
             check_collapsed(b, a, collapsed.first() == Some(&i));
         } else if Some(i) == appended {
             check_appended(b, a);
+        } else if lean.contains(&i) {
+            let text = a["content"].to_string();
+            assert!(
+                text.contains(staleguard::LEAN_FOLD_TAG),
+                "message {i}: lean form"
+            );
+            let (mut b, mut a) = (b.clone(), a.clone());
+            (b["content"], a["content"]) = (Value::Null, Value::Null);
+            assert_eq!(b, a, "message {i}: only its content is lean");
         } else {
             assert_eq!(b, a, "message {i} must be untouched");
         }
     }
     // Key order and every other byte: restoring the old contents gives the input back.
     let mut restored: Value = serde_json::from_str(&p.body).expect("valid JSON out");
-    for &i in collapsed.iter().chain(&appended) {
+    for &i in collapsed.iter().chain(&appended).chain(&lean) {
         restored["messages"][i]["content"] = before[i]["content"].clone();
     }
     let original: Value = serde_json::from_str(input).expect("valid JSON in");
