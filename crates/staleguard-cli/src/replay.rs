@@ -383,11 +383,17 @@ pub(crate) fn replay(
             warnings.extend(too_many_breakpoints(turn, strategy));
             let text = facts::tool_results_text(&value);
             let follower = sent.follower(strategy, &request.body, body, options, &memo);
+            // What the calls the request names return, made once when a fact is missing.
+            let mut reachable = None;
             for (check, p) in facts.iter_mut().zip(&placed).filter(|(_, p)| p.turn == t) {
                 let present = text.contains(p.fact.as_str());
                 check.present.push((strategy, present));
                 if let Some(turn) = follower.as_ref().filter(|_| !present) {
-                    let way = follow::way_to(turn, &p.fact)?;
+                    let reads = match &reachable {
+                        Some(reads) => reads,
+                        None => reachable.insert(follow::reachable(turn)?),
+                    };
+                    let way = follow::way_to(reads, &p.fact);
                     check.one_call.extend(way.map(|w| (*strategy, w)));
                 }
             }

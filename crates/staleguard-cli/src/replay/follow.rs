@@ -57,43 +57,49 @@ pub(super) struct Turn<'a> {
     pub memo: &'a Memo,
 }
 
-/// The way that reaches `fact` in one call the request names, if any.
-pub(super) fn way_to(turn: &Turn<'_>, fact: &str) -> Result<Option<Way>, Failure> {
+/// What each call the request names returns, with the way it takes, in the order the ways
+/// are tried: made once for the request, however many facts it lacks.
+pub(super) fn reachable(turn: &Turn<'_>) -> Result<Vec<(Way, String)>, Failure> {
     let projected: Value = serde_json::from_str(turn.projected)?;
     let text = facts::tool_results_text(&projected);
-    if history_reaches(turn, &text, fact)? {
-        return Ok(Some(Way::History));
-    }
-    let Some(live) = turn.results.iter().find(|r| r.folded.is_some()) else {
-        return Ok(None);
-    };
     let request = Request::read(turn.original, RequestFormat::Auto)?;
+    let mut out = history_reads(&request, turn.config, &text);
+    let Some(live) = turn.results.iter().find(|r| r.folded.is_some()) else {
+        return Ok(out);
+    };
     let page = request.tool_results().find(|(item, _)| *item == live.item);
     let Some((_, page)) = page else {
-        return Ok(None);
+        return Ok(out);
     };
-    if text.contains("take a snapshot again") && again_reaches(turn, live, page, fact)? {
-        return Ok(Some(Way::SnapshotAgain));
+    if text.contains("take a snapshot again") {
+        out.extend(again_read(turn, live, page)?.map(|t| (Way::SnapshotAgain, t)));
     }
-    let find = text.contains("Read it with browser_find");
-    Ok((find && page.contains(fact)).then_some(Way::Find))
+    if text.contains("Read it with browser_find") {
+        out.push((Way::Find, page.to_string()));
+    }
+    Ok(out)
 }
 
-/// Whether a `browser_history` call the request names returns `fact`.
-fn history_reaches(turn: &Turn<'_>, text: &str, fact: &str) -> Result<bool, Failure> {
+/// The way of the first call in `reachable` whose answer holds `fact`.
+pub(super) fn way_to(reachable: &[(Way, String)], fact: &str) -> Option<Way> {
+    let (way, _) = reachable.iter().find(|(_, text)| text.contains(fact))?;
+    Some(*way)
+}
+
+/// What each `browser_history` call the request names returns, read from the archive of
+/// `request`.
+fn history_reads(request: &Request<'_>, config: &Config, text: &str) -> Vec<(Way, String)> {
     let calls = history_calls(text);
     if calls.is_empty() {
-        return Ok(false);
+        return Vec::new();
     }
-    let request = Request::read(turn.original, RequestFormat::Auto)?;
-    let (archive, now) = request.archive(turn.config);
-    Ok(calls.iter().any(|call| {
-        let read = match call.lines {
-            Some((first, last)) => archive.read_lines(&call.id, now, first, last),
-            None => archive.read_back(&call.id, now),
-        };
-        read.is_some_and(|r| r.text.contains(fact))
-    }))
+    let (archive, now) = request.archive(config);
+    let read = |call: &HistoryCall| match call.lines {
+        Some((first, last)) => archive.read_lines(&call.id, now, first, last),
+        None => archive.read_back(&call.id, now),
+    };
+    let reads = calls.iter().filter_map(read);
+    reads.map(|r| (Way::History, r.text)).collect()
 }
 
 /// One `browser_history` call a request names: an ID, and the lines of a fold.
@@ -146,17 +152,12 @@ fn between<'s>(s: &'s str, open: &str, close: &str) -> Option<&'s str> {
     Some(&rest[..rest.find(close)?])
 }
 
-/// Whether a snapshot again, of the live page unchanged, returns `fact` in the request sent
-/// on (SPEC 2, "Ask again, get it whole").
-fn again_reaches(
-    turn: &Turn<'_>,
-    live: &ResultReport,
-    page: &str,
-    fact: &str,
-) -> Result<bool, Failure> {
+/// What a snapshot again, of the live page unchanged, shows in the request sent on (SPEC 2,
+/// "Ask again, get it whole"); `None` for a body the follower cannot send on.
+fn again_read(turn: &Turn<'_>, live: &ResultReport, page: &str) -> Result<Option<String>, Failure> {
     let tool = snapshot_tool(&live.tool);
     let Some(body) = sent_on(turn.original, &tool, page)? else {
-        return Ok(false);
+        return Ok(None);
     };
     let options = Options {
         memo: Some(turn.memo),
@@ -164,8 +165,7 @@ fn again_reaches(
     };
     let projected = project(&body, RequestFormat::Auto, turn.config, options)?;
     let value: Value = serde_json::from_str(&projected.body)?;
-    let last = facts::items(&value).last();
-    Ok(last.is_some_and(|item| facts::item_results_text(item).contains(fact)))
+    Ok(facts::items(&value).last().map(facts::item_results_text))
 }
 
 /// The server's snapshot tool, named as the call of the live page names its tools.
