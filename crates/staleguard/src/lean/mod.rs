@@ -48,7 +48,7 @@ pub(crate) struct Options<'b> {
     /// Bytes of a follow-up quote at most; `None`: evidence is off, no follow-up quotes.
     pub(crate) quote_bytes: Option<usize>,
     /// Where the transcript is a tail read from a checkpoint, the user's messages before its
-    /// resume point, with their items, which the tail does not hold ([`read_before`]);
+    /// resume point, with their items, which the tail does not hold ([`users_before`]);
     /// else empty.
     pub(crate) users_before: &'b [(usize, Arc<str>)],
     /// Where the transcript is a tail, what "Ask again" knows of its first step ([`First`]).
@@ -239,19 +239,13 @@ fn projected(step: &Step<'_>) -> bool {
     step.reading.collapsed || lines::is_lean(step.text)
 }
 
-/// What a page's lean form reads before transcript item `resume` besides the page: the
-/// user's messages ([`Options::users_before`]), and what the model wrote and did since the
-/// last of them, newest first, as far as [`MODEL_TEXT_BYTES`] reaches, with their items.
-/// A checkpoint keeps both, so that a tail read from `resume` is made lean as a whole read
-/// is.
-#[allow(clippy::type_complexity)]
-pub(crate) fn read_before(
-    transcript: &Transcript<'_>,
-    resume: usize,
-) -> (Vec<(usize, Arc<str>)>, Vec<(usize, Box<str>)>) {
+/// The user's messages before transcript item `resume`, with their items: what a page's lean
+/// form reads of them ([`Options::users_before`]), which a checkpoint cut at `resume` keeps
+/// for the tail read from there (with the model's texts from [`model_window`] on).
+pub(crate) fn users_before(transcript: &Transcript<'_>, resume: usize) -> Vec<(usize, Arc<str>)> {
     let end = resume.min(transcript.items.len());
     let items = transcript.items[..end].iter().enumerate();
-    let users = items
+    items
         .filter_map(|(i, item)| match item {
             Item::Text {
                 role: Role::User,
@@ -259,27 +253,7 @@ pub(crate) fn read_before(
             } => Some((i, Arc::from(text.as_ref()))),
             _ => None,
         })
-        .collect::<Vec<_>>();
-    let asked = users.last().map_or(0, |u| u.0);
-    let mut model = Vec::new();
-    let mut bytes = 0;
-    for at in (asked + 1..end).rev() {
-        let text = match &transcript.items[at] {
-            Item::Text {
-                role: Role::Assistant,
-                text,
-            } => text.as_ref(),
-            Item::Call(call) => call.arguments.as_ref(),
-            _ => continue,
-        };
-        model.push((at, Box::from(text)));
-        bytes += text.len();
-        if bytes >= MODEL_TEXT_BYTES {
-            break;
-        }
-    }
-    model.reverse();
-    (users, model)
+        .collect()
 }
 
 /// Step `i` shows the page of the step before it unchanged, and both could be sent lean.
@@ -408,7 +382,7 @@ const MODEL_TEXT_BYTES: usize = 32 * 1024;
 /// The transcript item after which the model's text a page at `until` is weighed against
 /// starts: `asked` (the user's last message), or later, so that the newest
 /// [`MODEL_TEXT_BYTES`] of it count, from the item that passes them on.
-fn model_window(transcript: &Transcript<'_>, asked: usize, until: usize) -> usize {
+pub(crate) fn model_window(transcript: &Transcript<'_>, asked: usize, until: usize) -> usize {
     let until = until.min(transcript.items.len());
     let mut bytes = 0;
     for at in (asked + 1..until).rev() {

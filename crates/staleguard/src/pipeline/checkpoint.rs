@@ -157,7 +157,7 @@ pub(crate) struct Checkpoint {
 
 /// What a checkpoint keeps for a live page made lean in the tail read from it (SPEC 2): the
 /// user's messages before the resume point and the model's newest texts since the last of
-/// them (`lean::read_before`), what "ask again" knows of the first step read again
+/// them (`lean::users_before`, `lean::model_window`), what "ask again" knows of the first step read again
 /// (`lean::first_from`; `None`: the tail cannot be made lean as a whole read makes it), and
 /// whether the request offers `browser_find` (its declarations may be before the tail).
 #[derive(Debug, Clone, Default)]

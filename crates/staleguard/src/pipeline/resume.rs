@@ -134,7 +134,12 @@ impl Cut {
 /// `browser_find` offer. What "ask again" knows of the first step is set by the run, which
 /// knows how pages are made lean ([`Cut::set_lean_first`]).
 fn lean_before(transcript: &Transcript<'_>, resume: usize, known: CutFrom<'_>) -> LeanBefore {
-    let (users, model) = crate::lean::read_before(transcript, resume);
+    let users = crate::lean::users_before(transcript, resume);
+    let asked = users.last().map_or(0, |u| u.0);
+    let model = model_texts(
+        transcript,
+        crate::lean::model_window(transcript, asked, resume)..resume,
+    );
     let mut kept = known.base.map(|b| b.lean.users.clone()).unwrap_or_default();
     kept.extend(users);
     LeanBefore {

@@ -19,7 +19,6 @@ use crate::projection::{self, Plan, Status};
 use crate::reading::Reader;
 use crate::session::Session;
 use crate::tools::BrowserTools;
-use crate::transcript::Transcript;
 use crate::waiting;
 
 use super::checkpoint::Checkpoint;
@@ -81,13 +80,7 @@ pub(crate) fn fresh(body: &str, format: RequestFormat, job: &Job<'_>) -> Result<
     let mut found = fresh_analyses(&request, &session, &mut plan, cut.as_ref(), job);
     if lean {
         let options = lean_options(job.config, waits, find, (&[], None));
-        make_lean(
-            request.transcript(),
-            &session,
-            &mut plan,
-            cut.as_mut(),
-            options,
-        );
+        make_lean(&request, &session, &mut plan, cut.as_mut(), options);
     }
     let breakpoint = breakpoint(&request, &session, &plan, format);
     let written = write(&request, &plan, breakpoint, cut.as_ref());
@@ -145,13 +138,7 @@ pub(crate) fn resumed(
     if job.config.live_page == LivePage::Lean {
         let before = (&base.lean.users[..], base.lean.first);
         let options = lean_options(job.config, false, base.lean.find, before);
-        make_lean(
-            request.transcript(),
-            &session,
-            &mut plan,
-            cut.as_mut(),
-            options,
-        );
+        make_lean(&request, &session, &mut plan, cut.as_mut(), options);
     }
     let parts = found.left(&plan);
     let (report, collapsed) = resume::merged_plan(base, &parts);
@@ -344,12 +331,13 @@ fn fresh_evidence(
 /// Makes the live page lean (SPEC 2), and tells `cut` what the next tail needs to know of
 /// its first step to do the same.
 fn make_lean(
-    transcript: &Transcript<'_>,
+    request: &WireRequest<'_>,
     session: &Session<'_>,
     plan: &mut Plan,
     cut: Option<&mut Cut>,
     options: crate::lean::Options<'_>,
 ) {
+    let transcript = request.transcript();
     if let Some(cut) = cut {
         let resume = cut.resume_item();
         cut.set_lean_first(crate::lean::first_from(
