@@ -190,7 +190,10 @@ fn read_snapshot<'a>(
     obs: &mut Observation<'a>,
 ) -> Option<()> {
     let tree = text.get(start..)?;
-    let mut it = lines(tree).filter(|l| !l.text.trim().is_empty());
+    let mut it = NodeLines {
+        tree,
+        lines: lines(tree),
+    };
     let first = it.next()?;
     let Some(root) = node_line(first.text) else {
         return read_toon(tree, full, obs);
@@ -424,21 +427,44 @@ fn structured_pages(value: Value<'_>, selectable: bool) -> Option<Vec<Tab<'_>>> 
 struct TextRun<'a> {
     indent: u32,
     pieces: Vec<Cow<'a, str>>,
+    /// The link just before, when the run began with it: no text unless a sentence goes on.
+    link: Option<Cow<'a, str>>,
 }
+
+/// What a piece of text that goes on from the one before may end with, and what a piece
+/// that closes the sentence before it may begin with.
+const OPENING: &[char] = &['(', '[', '{'];
+const CLOSING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '}'];
 
 impl<'a> TextRun<'a> {
     /// Adds a text node at `indent`; a node at another depth starts a new run.
     fn push(&mut self, indent: u32, text: Cow<'a, str>, obs: &mut Observation<'a>) {
         if text.trim().is_empty() {
+            // A space or line break of its own (between two code spans, say) joins what is
+            // around it, as a reader sees it.
+            let space = if text.contains('\n') { "\n" } else { " " };
+            match self.pieces.last_mut() {
+                Some(last) if indent == self.indent && !last.ends_with(space) => {
+                    last.to_mut().push_str(space);
+                }
+                _ => {}
+            }
             return;
         }
         if indent != self.indent {
             self.flush(obs);
             self.indent = indent;
         }
-        // Inline markup splits a sentence where its spaces are: "fell to " | "$1,140".
+        let link = self.link.take();
+        // A link that began the sentence this text goes on with.
+        if let Some(name) = link.filter(|_| text.starts_with(char::is_whitespace)) {
+            self.pieces.push(name);
+        }
+        // Inline markup splits a sentence where its spaces and punctuation are: "fell to " |
+        // "$1,140"; "always" | ". The difference".
         let joins = self.pieces.last().is_some_and(|p| {
-            p.ends_with(char::is_whitespace) || text.starts_with(char::is_whitespace)
+            p.ends_with(|c: char| c.is_whitespace() || OPENING.contains(&c))
+                || text.starts_with(|c: char| c.is_whitespace() || CLOSING.contains(&c))
         });
         match self.pieces.last_mut() {
             Some(last) if joins => last.to_mut().push_str(&text),
@@ -446,10 +472,28 @@ impl<'a> TextRun<'a> {
         }
     }
 
+    /// Adds a link at `indent`: inside a sentence ("a simple PHP proxy setup with " |
+    /// `link "mod_proxy_fcgi"` | " and your backend") its name is part of the text; a link
+    /// of its own (navigation, a list of links) is no text, but the sentence that goes on
+    /// after it may begin with it.
+    fn link(&mut self, indent: u32, name: Cow<'a, str>, obs: &mut Observation<'a>) {
+        let inside = indent == self.indent
+            && (self.pieces.last()).is_some_and(|p| p.ends_with(char::is_whitespace));
+        match self.pieces.last_mut() {
+            Some(last) if inside => last.to_mut().push_str(&name),
+            _ => {
+                self.flush(obs);
+                self.indent = indent;
+                self.link = Some(name).filter(|n| !n.trim().is_empty());
+            }
+        }
+    }
+
     /// Turns the run into chunks: a stretch of pieces that repeats a shape every `k`
     /// pieces (`P-0001` | `Hinge 40 mm` | `$1.72`) is a table, one chunk per row, whose
     /// first and last rows are candidates of their own.
     fn flush(&mut self, obs: &mut Observation<'a>) {
+        self.link = None;
         let pieces = std::mem::take(&mut self.pieces);
         let shapes: Vec<Shape> = pieces.iter().map(|p| shape(p)).collect();
         let mut at = 0;
@@ -585,10 +629,60 @@ fn add_node<'a>(indent: u32, node: Printed<'a>, run: &mut TextRun<'a>, obs: &mut
     if role.is_empty() {
         return run.push(indent, name, obs);
     }
+    if role == "link" {
+        return run.link(indent, name, obs);
+    }
     run.flush(obs);
     if !name.trim().is_empty() && NAMED_TEXT_ROLES.contains(&&*role) {
         obs.chunks.push(name);
     }
+}
+
+/// Lines a name may run over: a text node of a code block prints its line breaks as they
+/// are (`uid=1_321 " onsuccess unset X-Foo` and, on the next line, `"`).
+const MAX_NAME_LINES: usize = 16;
+
+/// A snapshot's non-blank lines, each node whose name runs over line breaks read as one line
+/// (its uid, its whole name, its attributes): else its uid is no ref and its text in no
+/// chunk. A name that does not end within [`MAX_NAME_LINES`] lines, before the next node
+/// line, leaves the lines as they stand.
+struct NodeLines<'a> {
+    tree: &'a str,
+    lines: super::aria::Lines<'a>,
+}
+
+impl<'a> Iterator for NodeLines<'a> {
+    type Item = Line<'a>;
+
+    fn next(&mut self) -> Option<Line<'a>> {
+        let line = self.lines.find(|l| !l.text.trim().is_empty())?;
+        if !is_node_start(line.text) || node_line(line.text).is_some() {
+            return Some(line);
+        }
+        let mut ahead = self.lines.clone();
+        for next in ahead.by_ref().take(MAX_NAME_LINES) {
+            if is_node_start(next.text) && node_line(next.text).is_some() {
+                break;
+            }
+            if !next.text.contains('"') {
+                continue;
+            }
+            let joined = self.tree.get(line.start..next.start + next.text.len());
+            if let Some(text) = joined.filter(|j| node_line(j).is_some()) {
+                self.lines = ahead;
+                return Some(Line {
+                    start: line.start,
+                    next: next.next,
+                    text,
+                });
+            }
+        }
+        Some(line)
+    }
+}
+
+fn is_node_start(line: &str) -> bool {
+    line.trim_start().starts_with("uid=")
 }
 
 /// A canonical node: its depth and a hash of its tagged, length-prefixed parts. The uid is
@@ -781,6 +875,78 @@ uid=4_0 RootWebArea \"Prices\" url=\"http://x.test/a\"
         );
         assert_eq!(obs.table_ends, [4, 6]);
         assert_eq!(obs.refs.len(), 15, "every node keeps its uid");
+    }
+
+    /// Real lines of the Apache manual (`fixtures/docsets/cdmcp-1.11.0`): links and code
+    /// spans inside sentences, a space of its own between two code spans, and a code line
+    /// whose text node ends in a line break.
+    const MANUAL: &str = "## Latest page snapshot
+uid=1_0 RootWebArea \"mod_headers\" url=\"http://x.test/mod_headers.html\"
+  uid=1_1 link \"Modules\" url=\"http://x.test/mod/\"
+  uid=1_2 link \"Directives\" url=\"http://x.test/dir/\"
+  uid=1_3 \"For example, suppose that you have a simple PHP proxy setup with \"
+  uid=1_4 link \"mod_proxy_fcgi\" url=\"http://x.test/fcgi.html\"
+  uid=1_6 \" and your backend PHP scripts adds the \"
+  uid=1_7 \"X-Foo: bar\"
+  uid=1_8 \" header.\"
+  uid=1_9 link \"mod_proxy_fcgi\" url=\"http://x.test/fcgi.html\"
+  uid=1_11 \" uses the \"
+  uid=1_12 \"always\"
+  uid=1_13 \". The difference is that\"
+  uid=1_14 \" \"
+  uid=1_15 \"always\"
+  uid=1_16 \" is not a superset.\"
+  uid=1_17 \"Header\"
+  uid=1_18 \" onsuccess unset X-Foo
+\"
+  uid=1_19 \"Header\"
+  uid=1_20 \" always set X-Foo \"
+  uid=1_21 \"\"baz\"\"
+  uid=1_22 heading \"See also\" level=\"2\"
+";
+
+    #[test]
+    fn links_and_code_inside_sentences_read_as_a_reader_sees_them() {
+        let obs = parse(MANUAL).unwrap();
+        assert_eq!(
+            obs.chunks,
+            [
+                "For example, suppose that you have a simple PHP proxy setup with mod_proxy_fcgi \
+                 and your backend PHP scripts adds the X-Foo: bar header.",
+                "mod_proxy_fcgi uses the always. The difference is that always is not a superset.",
+                "Header onsuccess unset X-Foo\nHeader always set X-Foo \"baz\"",
+                "See also",
+            ]
+        );
+        // The code line's node keeps its uid: every node of the page is a ref.
+        let uids: Vec<&str> = obs.refs.iter().map(|r| &*r.id).collect();
+        assert!(uids.contains(&"1_18"), "{uids:?}");
+        assert_eq!(obs.refs.len(), 21);
+        assert_eq!(
+            ChromeDevTools.parse_header(MANUAL).unwrap().counted_refs,
+            21
+        );
+    }
+
+    #[test]
+    fn a_name_left_open_joins_no_more_than_its_lines() {
+        // A quote that never closes before the next node: each line reads as it stands.
+        let open = "## Latest page snapshot\nuid=1_0 RootWebArea \"P\" url=\"http://x.test/\"\n  uid=1_1 \"left open\n  more text\n  uid=1_2 \"Closed.\"\n";
+        let obs = parse(open).unwrap();
+        let uids: Vec<&str> = obs.refs.iter().map(|r| &*r.id).collect();
+        assert_eq!(uids, ["1_0", "1_2"]);
+        // One that closes past the limit does not join either.
+        let far = format!(
+            "## Latest page snapshot\nuid=1_0 RootWebArea \"P\" url=\"http://x.test/\"\n  uid=1_1 \"a\n{}\"\n",
+            "x\n".repeat(MAX_NAME_LINES + 1)
+        );
+        let obs = parse(&far).unwrap();
+        assert_eq!(obs.refs.len(), 1);
+        let near = format!(
+            "## Latest page snapshot\nuid=1_0 RootWebArea \"P\" url=\"http://x.test/\"\n  uid=1_1 \"a\n{}\"\n",
+            "x\n".repeat(MAX_NAME_LINES - 2)
+        );
+        assert_eq!(parse(&near).unwrap().refs.len(), 2);
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub(super) const DATE_LINES_PER_PAGE: usize = 2;
 /// Bytes of quote text one page or question keeps at most, whatever its quotes.
 pub(super) const MIN_BYTES_PER_PAGE: usize = 800;
 
+/// The quotes a page keeps first, whatever their bytes: two long ones must not crowd out a
+/// third that ranks as high.
+pub(super) const TOP_QUOTES: usize = 3;
+
 /// Bytes of quote text one collapsed page keeps at most, per quote it may keep.
 pub(crate) const BYTES_PER_PAGE_QUOTE: usize = 160;
 
@@ -526,8 +530,9 @@ pub(crate) fn best<'t>(
             refused.push(i);
             continue;
         }
-        // The page's first quote may take up to the per-quote limit.
-        if bytes > 0 && bytes + c.text.len() > (max * BYTES_PER_PAGE_QUOTE).max(MIN_BYTES_PER_PAGE)
+        // The page's best quotes may each take up to the per-quote limit.
+        if chosen.len() >= TOP_QUOTES
+            && bytes + c.text.len() > (max * BYTES_PER_PAGE_QUOTE).max(MIN_BYTES_PER_PAGE)
         {
             continue;
         }
