@@ -270,8 +270,14 @@ fn check_ref(
 /// describes nothing: were it counted, a ref that named a paragraph or a container on any
 /// earlier page (refs restart on every document up to 0.0.68) would escape this rule.
 fn wrong_element(session: &Tracker, id: &str, said: &str, snapshot_tool: &str) -> Option<Verdict> {
-    let now = session.page().refs.get(id)?;
-    if !crate::description::plainly_disagrees(said, &now.name) {
+    let refs = &session.page().refs;
+    let now = refs.get(id)?;
+    let names: Vec<(String, String)> = refs
+        .iter()
+        .map(|(other, e)| (other.to_string(), e.name.to_string()))
+        .collect();
+    let page = crate::description::PageNames { names: &names };
+    if !crate::description::disagrees(said, id, &now.name, page) {
         return None;
     }
     let described_before = session

@@ -443,10 +443,25 @@ fn a_description_that_names_another_element_is_refused() {
     );
 }
 
-/// Every call of every recording that worked and carried its own description: how many the
-/// description rule examined, and that it refused only the recorded mismatch.
+/// Every call of every recording that carried its own description: how many the description
+/// rule examined, and that it refused only calls that acted on another element than the one
+/// described: the recorded mismatch, and two clicks (Playwright MCP 0.0.41, documentation
+/// sets) described as a section's link ("7.1 Invoking the msgmerge Program link") with the
+/// ref of its chapter's, which the server clicked instead (its code names the chapter).
 #[test]
 fn the_description_rule_refuses_nothing_that_worked() {
+    // (recording, the element the server clicked, as its code names it)
+    const ACTED_ON_ANOTHER: &[(&str, &str)] = &[
+        ("otp_mismatch.openai.json", "getByText('Resend in 39s')"),
+        (
+            "gettext-fuzzy_entries.openai.json",
+            "getByRole('link', { name: 'Producing Binary MO Files' })",
+        ),
+        (
+            "gettext-msgmerge_update.openai.json",
+            "getByRole('link', { name: 'Updating Existing PO Files' })",
+        ),
+    ];
     let mut bodies = Vec::new();
     collect_openai(&fixtures(), &mut bodies);
     let (mut examined, mut refused) = (0, 0);
@@ -473,7 +488,11 @@ fn the_description_rule_refuses_nothing_that_worked() {
                         .file_name()
                         .and_then(|n| n.to_str())
                         .unwrap_or_default();
-                    assert_eq!(name, "otp_mismatch.openai.json", "{message}");
+                    let clicked = ACTED_ON_ANOTHER.iter().find(|(n, _)| *n == name);
+                    let Some((_, clicked)) = clicked else {
+                        panic!("{}: {message}", path.display());
+                    };
+                    assert!(body.contains(clicked), "{}: {clicked}", path.display());
                 }
             }
         }
@@ -482,7 +501,7 @@ fn the_description_rule_refuses_nothing_that_worked() {
         "{examined} described calls examined in {} recordings, {refused} refused",
         bodies.len()
     );
-    assert_eq!(refused, 1);
+    assert_eq!(refused, ACTED_ON_ANOTHER.len());
     assert!(examined > 50, "{examined}");
 }
 
