@@ -208,13 +208,43 @@ impl Page {
     }
 }
 
-/// Two URLs name the same page when they differ at most in their fragment (`#top`): a
-/// jump within the page keeps its tree.
+/// Two URLs name the same page when they differ at most in a fragment that names a section
+/// (`#top`, `#install`): a jump within the page keeps its tree. A fragment that is a route
+/// of a single-page app (`#/basket`, `#!/basket`) names another page.
 fn same_page(a: &str, b: &str) -> bool {
     fn page(url: &str) -> &str {
-        url.split_once('#').map_or(url, |(page, _)| page)
+        match url.split_once('#') {
+            Some((_, route)) if route.starts_with('/') || route.starts_with("!/") => url,
+            Some((page, _)) => page,
+            None => url,
+        }
     }
     page(a) == page(b)
+}
+
+/// What a browser call does to the document, as its tool says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loading {
+    None,
+    /// It loads a document (`browser_navigate`, Chrome DevTools MCP's `navigate_page`), the
+    /// same URL too.
+    Navigate,
+    /// It closes the browser or the page.
+    Close,
+}
+
+impl Loading {
+    fn of(tool: &str) -> Loading {
+        match tool {
+            "browser_navigate"
+            | "browser_navigate_back"
+            | "browser_navigate_forward"
+            | "navigate_page"
+            | "new_page" => Loading::Navigate,
+            "browser_close" | "close_page" => Loading::Close,
+            _ => Loading::None,
+        }
+    }
 }
 
 /// Names of controls whose activation may submit something that must not happen twice.
@@ -368,6 +398,8 @@ pub struct Tracker {
     page: Page,
     history: Vec<Seen>,
     page_unseen: bool,
+    /// What the newest browser call did to the document, read when its result comes.
+    loading: Loading,
     /// The fingerprint of the page as it stands.
     current: Fingerprint,
     last: Option<Fingerprint>,
@@ -513,6 +545,7 @@ impl Tracker {
             page,
             history: Vec::new(),
             page_unseen: false,
+            loading: Loading::None,
             last: None,
             count: 0,
             max_repeats: max_repeats.max(1),
@@ -585,6 +618,7 @@ impl Tracker {
     /// Takes in a browser call of `tool` with `arguments` (JSON text) at `at`: remembers
     /// submissions, flags repeated ones.
     pub fn call(&mut self, at: usize, tool: &str, arguments: &str) {
+        self.loading = Loading::of(tool);
         if self.counting {
             return;
         }
@@ -798,6 +832,19 @@ impl Tracker {
                 .header
                 .as_ref()
                 .is_some_and(|h| h.kind == TreeKind::Partial);
+        match std::mem::replace(&mut self.loading, Loading::None) {
+            // A closed browser keeps no element: every earlier ref is stale.
+            Loading::Close => {
+                self.page.refs = PageRefs::default();
+                self.page_unseen = true;
+            }
+            // A navigation loads a new document even at the same URL: a result without a
+            // tree leaves the model without its refs.
+            Loading::Navigate if !reading.header.as_ref().is_some_and(|h| h.is_observation()) => {
+                self.page_unseen = true;
+            }
+            Loading::Navigate | Loading::None => {}
+        }
         if part && self.page_unseen {
             // The tree it would refine is gone: the page changed since.
             self.page.refs = PageRefs::default();

@@ -530,3 +530,88 @@ fn looks_count_toward_nothing() {
         "none after two and three looks"
     );
 }
+
+/// A Playwright MCP 0.0.83 snapshot of `url` with a button "Checkout" at ref e5.
+fn checkout_page(url: &str) -> String {
+    format!(
+        "### Page\n- Page URL: {url}\n- Page Title: Cart\n### Snapshot\n```yaml\n- generic [ref=e1]:\n  - heading \"Your cart\" [level=1] [ref=e2]\n  - button \"Checkout\" [ref=e5]\n```"
+    )
+}
+
+/// A Playwright MCP 0.0.83 action result that links its page as a file.
+fn linked(code: &str, url: &str) -> String {
+    format!(
+        "### Ran Playwright code\n```js\n{code}\n```\n### Page\n- Page URL: {url}\n- Page Title: Cart\n### Snapshot\n- [Snapshot](.playwright-mcp/page-1.yml)"
+    )
+}
+
+/// The guard's verdict on a click of e5 ("Checkout button") after `steps`.
+fn click_after(steps: &[(&str, &str, String)]) -> Verdict {
+    let steps: Vec<(&str, &str, &str)> =
+        steps.iter().map(|(n, a, t)| (*n, *a, t.as_str())).collect();
+    let body = chat_calls(&steps, None);
+    let args = r#"{"element":"Checkout button","ref":"e5"}"#;
+    check(&transcript(&body), "browser_click", args, &on())
+}
+
+/// SPEC 5, what the transcript says read right (issue 44): a navigation to the same URL
+/// and a closed browser make every earlier ref stale. A result of the navigation that only
+/// names the page (Playwright MCP 0.0.83 links it as a file) read as "no navigation", and
+/// the old ref went through (the server answered "Ref not found").
+#[test]
+fn a_navigation_to_the_same_url_and_a_closed_browser_leave_no_ref_live() {
+    let url = "http://shop.test/cart";
+    let goto = format!("await page.goto('{url}');");
+    let nav = format!(r#"{{"url":"{url}"}}"#);
+    let seen = ("browser_snapshot", "{}", checkout_page(url));
+    assert!(click_after(std::slice::from_ref(&seen)).is_allowed());
+    let again = ("browser_navigate", nav.as_str(), linked(&goto, url));
+    let v = click_after(&[seen.clone(), again.clone()]);
+    assert!(!v.is_allowed(), "navigated to the same URL: {v:?}");
+    let closed = (
+        "browser_close",
+        "{}",
+        "### Result\nNo open tabs. Navigate to a URL to create one.".to_string(),
+    );
+    let v = click_after(&[seen.clone(), closed.clone()]);
+    assert!(!v.is_allowed(), "closed: {v:?}");
+    let v = click_after(&[seen.clone(), closed, again.clone()]);
+    assert!(!v.is_allowed(), "closed, then the same URL: {v:?}");
+    // A snapshot after the navigation shows the refs again.
+    let v = click_after(&[
+        seen.clone(),
+        again,
+        ("browser_snapshot", "{}", checkout_page(url)),
+    ]);
+    assert!(v.is_allowed(), "{v:?}");
+    // An action that only names the page it stays on keeps the refs.
+    let typed = linked("await page.getByRole('textbox').fill('x');", url);
+    assert!(click_after(&[seen, ("browser_type", "{}", typed)]).is_allowed());
+}
+
+/// A fragment that is a route of a single-page app (`#/basket`) names another page; one
+/// that names a section (`#install`) does not.
+#[test]
+fn a_route_fragment_is_a_navigation_and_a_section_fragment_is_not() {
+    let home = "http://shop.test/#/home";
+    let seen = ("browser_snapshot", "{}", checkout_page(home));
+    let click = |to: &str| {
+        let code = "await page.getByRole('link').click();";
+        click_after(&[seen.clone(), ("browser_click", "{}", linked(code, to))])
+    };
+    assert!(!click("http://shop.test/#/basket").is_allowed());
+    assert!(!click("http://shop.test/#!/basket").is_allowed());
+    assert!(click("http://shop.test/#/home").is_allowed());
+    let page = "http://shop.test/docs";
+    let seen = ("browser_snapshot", "{}", checkout_page(page));
+    let code = "await page.getByRole('link').click();";
+    let v = click_after(&[
+        seen,
+        (
+            "browser_click",
+            "{}",
+            linked(code, "http://shop.test/docs#install"),
+        ),
+    ]);
+    assert!(v.is_allowed(), "{v:?}");
+}
