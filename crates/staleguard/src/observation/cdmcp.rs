@@ -1146,6 +1146,30 @@ children[4]:
                 }
             }
 
+            /// Names that run over line breaks, left open, closed on a later line or never:
+            /// the full read and the header agree on the refs, and every ref is a uid.
+            #[test]
+            fn names_over_line_breaks_read_alike_in_full_and_header(
+                lines in prop::collection::vec(prop::sample::select(vec![
+                    "  uid=1_2 \"open", "  uid=1_3 \"closed\"", "more text", "\"",
+                    "  \" tail\" focusable", "  uid=1_4 link \"a\" url=\"http://x.test/\"",
+                    "  uid=1_5 LineBreak \"", "  uid=1_6 \" spaced \"", "", "  é\"é",
+                    "    uid=1_7 button \"Go", "uid=bad \"x\"",
+                ]), 0..40),
+            ) {
+                let text = format!(
+                    "## Latest page snapshot\nuid=1_0 RootWebArea \"P\" url=\"http://x.test/\"\n{}",
+                    lines.join("\n")
+                );
+                header_agrees(&text)?;
+                header_agrees(&text.replace('\n', "\r\n"))?;
+                let obs = ChromeDevTools.parse(&text);
+                prop_assert!(obs.is_some());
+                for r in obs.iter().flat_map(|o| &o.refs) {
+                    prop_assert!(is_uid(&r.id));
+                }
+            }
+
             #[test]
             fn arbitrary_json_and_toon_never_panic(text in "[{}\\[\\]\":,a-z0-9_ \\n\\\\-]{0,200}") {
                 header_agrees(&text)?;
