@@ -615,3 +615,32 @@ fn a_route_fragment_is_a_navigation_and_a_section_fragment_is_not() {
     ]);
     assert!(v.is_allowed(), "{v:?}");
 }
+
+/// SPEC 5: the server acts on the tab its result's page lines name. A click that opened a
+/// second tab left `### Page` on the first while `### Open tabs` marked the second current;
+/// the server went on acting on the first, and the guard, following the list, refused its
+/// refs as stale (issue 44).
+#[test]
+fn the_page_lines_name_the_tab_the_server_acts_on() {
+    let links = "http://shop.test/links";
+    let seen = format!(
+        "### Open tabs\n- 0: (current) [Links]({links})\n### Page\n- Page URL: {links}\n- Page Title: Links\n### Snapshot\n```yaml\n- generic [ref=e1]:\n  - link \"Datasheet\" [ref=e3]\n  - button \"Checkout\" [ref=e5]\n```"
+    );
+    let opened = format!(
+        "### Ran Playwright code\n```js\nawait page.getByRole('link', {{ name: 'Datasheet' }}).click();\n```\n### Open tabs\n- 0: [Links]({links})\n- 1: (current) [Datasheet](http://shop.test/datasheet)\n### Page\n- Page URL: {links}\n- Page Title: Links\n"
+    );
+    let v = click_after(&[
+        ("browser_snapshot", "{}", seen.clone()),
+        ("browser_click", "{}", opened),
+    ]);
+    assert!(v.is_allowed(), "{v:?}");
+    // Page lines that name the new tab leave the first tab's refs unseen.
+    let moved = format!(
+        "### Ran Playwright code\n```js\nawait page.getByRole('link', {{ name: 'Datasheet' }}).click();\n```\n### Open tabs\n- 0: [Links]({links})\n- 1: (current) [Datasheet](http://shop.test/datasheet)\n### Page\n- Page URL: http://shop.test/datasheet\n- Page Title: Datasheet\n"
+    );
+    let v = click_after(&[
+        ("browser_snapshot", "{}", seen),
+        ("browser_click", "{}", moved),
+    ]);
+    assert!(!v.is_allowed(), "{v:?}");
+}

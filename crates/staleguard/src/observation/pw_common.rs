@@ -413,15 +413,21 @@ pub(super) fn build<'a>(
 }
 
 /// Where `### Open tabs` marks a tab `(current)` and the page lines name another page, the
-/// current tab is the page the result shows (a `### Page` section can stay on tab 0 after
-/// another tab became current).
+/// page lines win: the server acts on the page they name (SPEC 5), and the tab that shows
+/// it is the current one (a `### Page` section can stay on tab 0 after another tab was
+/// marked current). With no tab at that URL, the list stands as it is.
 fn follow_current_tab(obs: &mut Observation<'_>) {
-    let Some(tab) = obs.tabs.iter().find(|t| t.current) else {
+    let Some(url) = obs.url.as_deref() else {
         return;
     };
-    if obs.url.as_deref().is_some_and(|u| u != tab.url) && !tab.url.is_empty() {
-        obs.url = Some(tab.url.clone());
-        obs.title = Some(tab.title.clone()).filter(|t| !t.is_empty());
+    if obs.tabs.iter().any(|t| t.current && t.url == url) {
+        return;
+    }
+    let Some(at) = obs.tabs.iter().position(|t| t.url == url) else {
+        return;
+    };
+    for (i, tab) in obs.tabs.iter_mut().enumerate() {
+        tab.current = i == at;
     }
 }
 
