@@ -5,11 +5,10 @@
 //!
 //! The floor is this executable itself, run again as `whole_process --floor FILE`.
 //!
-//! The command is `target/release/staleguard`: a bench cannot name the bin target as a
-//! dependency, so it runs whatever binary is there. `cargo bench` builds the package's bin
-//! targets next to its benches (in the bench profile, into the same `target/release`), but
-//! a `CARGO_TARGET_DIR` elsewhere leaves an old binary in place: `scripts/bench` runs
-//! `cargo build --release -p staleguard-cli` first.
+//! The command is `release/staleguard` of the target directory (`CARGO_TARGET_DIR` when set,
+//! else the workspace's `target`): a bench cannot name the bin target as a dependency, so it
+//! runs whatever binary is there. `scripts/bench` runs `cargo build --release -p
+//! staleguard-cli` first, so that it is this build.
 //!
 //! Each round runs the floor, `staleguard project FILE` with the defaults (evidence and
 //! progress on), with projection alone (`BROWSER_EVIDENCE_RETENTION=off
@@ -42,9 +41,13 @@ fn floor(path: &Path) {
         .expect("write standard output");
 }
 
-/// `target/release/staleguard` of this workspace.
+/// `release/staleguard` in the target directory `CARGO_TARGET_DIR` names (absolute), else
+/// this workspace's `target`: the one `cargo build --release -p staleguard-cli` wrote.
 fn staleguard_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/staleguard");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let path = target.join("release/staleguard");
     if !path.is_file() {
         panic!(
             "{} is missing: run `cargo build --release -p staleguard-cli` first",
