@@ -72,7 +72,8 @@ if (values.build) {
   });
 }
 
-const built = path.join(repo, 'target', profile);
+// The cargo build's target directory: CARGO_TARGET_DIR when set, as cargo reads it.
+const built = path.join(path.resolve(repo, process.env.CARGO_TARGET_DIR || 'target'), profile);
 const exe = `staleguard${platform.exe ?? ''}`;
 const stage = path.join(out, 'stage', target);
 fs.rmSync(stage, { recursive: true, force: true });
