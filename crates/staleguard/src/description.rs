@@ -299,9 +299,7 @@ const OTHER_LANGUAGES: &[&str] = &[
     "da",
     "do",
     "dos",
-    "das",
     "em",
-    "och",
     "och",
     "het",
     "een",
@@ -309,36 +307,29 @@ const OTHER_LANGUAGES: &[&str] = &[
     "naar",
 ];
 
-/// True when the description is in another language than the page whose element names are
-/// `page`: it holds another language's function word, and no content word of it is on the
-/// page.
-fn another_language<'n>(description: &str, page: impl Iterator<Item = &'n str>) -> bool {
+/// True when the description is in another language than the page whose elements are
+/// `page` (ref and name): it holds another language's function word, and no content word
+/// of it is on the page.
+fn another_language(description: &str, page: &[(String, String)]) -> bool {
     if !words(description).any(|w| OTHER_LANGUAGES.contains(&w.as_str())) {
         return false;
     }
     let said = content_words(description);
     !page
-        .map(content_words)
-        .any(|named| !share_none(&said, &named))
+        .iter()
+        .any(|(_, name)| !share_none(&said, &content_words(name)))
 }
 
-/// The names of a page's elements, for the rules that weigh the description against the
-/// page: one that names another control better, and another language.
-#[derive(Clone, Copy)]
-pub(crate) struct PageNames<'p> {
-    pub(crate) names: &'p [(String, String)],
-}
-
-impl<'p> PageNames<'p> {
-    fn names(&self) -> impl Iterator<Item = &'p str> + 'p {
-        self.names.iter().map(|(_, name)| name.as_str())
-    }
-}
-
-/// True when `description` (the call's words) and the element named `name` disagree
-/// positively (see the module's notes). `page` holds the names of the live page's other
-/// elements, by ref.
-pub(crate) fn disagrees(description: &str, id: &str, name: &str, page: PageNames<'_>) -> bool {
+/// True when `description` (the call's words) and the element `id` named `name` disagree
+/// positively (see the module's notes). `page` gives the live page's elements (ref and
+/// name); it is called only where a rule weighs the description against them, not when
+/// the ref's own name holds every word the description says.
+pub(crate) fn disagrees(
+    description: &str,
+    id: &str,
+    name: &str,
+    page: impl FnOnce() -> Vec<(String, String)>,
+) -> bool {
     // "Next page" for "Previous page": role and place words alone, but opposite actions.
     if opposite_actions(description, name) {
         return true;
@@ -349,12 +340,13 @@ pub(crate) fn disagrees(description: &str, id: &str, name: &str, page: PageNames
         return false;
     }
     if share_none(&said, &named) {
-        return !another_language(description, page.names())
-            || names_another(&said, id, name, page, said.len());
+        let page = page();
+        return !another_language(description, &page)
+            || names_another(&said, id, name, &page, said.len());
     }
     // Shared words are not agreement: another control may be named better.
     let own = matched(&said, &named);
-    names_another(&said, id, name, page, own.max(1) + 1) && own < said.len()
+    own < said.len() && names_another(&said, id, name, &page(), own.max(1) + 1)
 }
 
 /// True when another element of the page (not `id`, and not named like it) holds at least
@@ -363,10 +355,10 @@ fn names_another(
     said: &[String],
     id: &str,
     name: &str,
-    page: PageNames<'_>,
+    page: &[(String, String)],
     at_least: usize,
 ) -> bool {
-    page.names.iter().any(|(other, other_name)| {
+    page.iter().any(|(other, other_name)| {
         other != id && other_name != name && {
             let words = name_words(other_name);
             let m = matched(said, &words);
@@ -393,7 +385,7 @@ mod tests {
 
     /// The rule alone, with a page of no other element.
     fn plainly_disagrees(description: &str, name: &str) -> bool {
-        disagrees(description, "e1", name, PageNames { names: &[] })
+        disagrees(description, "e1", name, Vec::new)
     }
 
     fn page(names: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -461,7 +453,7 @@ mod tests {
             ("e2", "Place order"),
             ("e3", "Home"),
         ]);
-        let names = PageNames { names: &names };
+        let names = || names.clone();
         assert!(disagrees(
             "Place order button",
             "e1",
@@ -471,8 +463,12 @@ mod tests {
         // The ref's own name, or one it shares with another, is no better.
         assert!(!disagrees("Place order button", "e2", "Place order", names));
         let twice = page(&[("e1", "Add to cart"), ("e2", "Add to cart")]);
-        let twice = PageNames { names: &twice };
-        assert!(!disagrees("Add to cart button", "e1", "Add to cart", twice));
+        assert!(!disagrees(
+            "Add to cart button",
+            "e1",
+            "Add to cart",
+            || twice
+        ));
         // Another element that holds only some of the words is not better.
         assert!(!disagrees(
             "Order summary",
@@ -485,7 +481,7 @@ mod tests {
     #[test]
     fn another_language_gives_no_verdict_unless_it_names_another_element() {
         let names = page(&[("e1", "Checkout"), ("e2", "Carrito")]);
-        let names = PageNames { names: &names };
+        let names = || names.clone();
         assert!(!disagrees("Botón de pagar", "e1", "Checkout", names));
         assert!(disagrees("Ir al carrito", "e1", "Checkout", names));
         // Without another language's word, no shared word is a disagreement.

@@ -272,11 +272,11 @@ fn check_ref(
 fn wrong_element(session: &Tracker, id: &str, said: &str, snapshot_tool: &str) -> Option<Verdict> {
     let refs = &session.page().refs;
     let now = refs.get(id)?;
-    let names: Vec<(String, String)> = refs
-        .iter()
-        .map(|(other, e)| (other.to_string(), e.name.to_string()))
-        .collect();
-    let page = crate::description::PageNames { names: &names };
+    let page = || {
+        refs.iter()
+            .map(|(other, e)| (other.to_string(), e.name.to_string()))
+            .collect()
+    };
     if !crate::description::disagrees(said, id, &now.name, page) {
         return None;
     }
