@@ -234,18 +234,31 @@ enum Loading {
 }
 
 impl Loading {
+    /// What `tool` does, behind any MCP prefix (`mcp__playwright__browser_close`,
+    /// opencode's `pw_browser_close`), as the tools' other rules read names.
     fn of(tool: &str) -> Loading {
-        match tool {
-            "browser_navigate"
-            | "browser_navigate_back"
-            | "browser_navigate_forward"
-            | "navigate_page"
-            | "new_page" => Loading::Navigate,
-            "browser_close" | "close_page" => Loading::Close,
-            _ => Loading::None,
+        let named = |names: &[&str]| crate::tools::bare_names(tool).any(|n| names.contains(&n));
+        if named(NAVIGATING_TOOLS) {
+            Loading::Navigate
+        } else if named(CLOSING_TOOLS) {
+            Loading::Close
+        } else {
+            Loading::None
         }
     }
 }
+
+/// Tools that load a document (the same URL too).
+const NAVIGATING_TOOLS: &[&str] = &[
+    "browser_navigate",
+    "browser_navigate_back",
+    "browser_navigate_forward",
+    "navigate_page",
+    "new_page",
+];
+
+/// Tools that close the browser or a page.
+const CLOSING_TOOLS: &[&str] = &["browser_close", "close_page"];
 
 /// Names of controls whose activation may submit something that must not happen twice.
 const SUBMIT_WORDS: &[&str] = &[

@@ -577,6 +577,12 @@ fn a_navigation_to_the_same_url_and_a_closed_browser_leave_no_ref_live() {
     assert!(!v.is_allowed(), "closed: {v:?}");
     let v = click_after(&[seen.clone(), closed, again.clone()]);
     assert!(!v.is_allowed(), "closed, then the same URL: {v:?}");
+    // Behind an MCP prefix, as Claude Code and opencode name the tools.
+    for prefixed in ["mcp__playwright__browser_close", "pw_browser_close"] {
+        let closed = (prefixed, "{}", "### Result\nNo open tabs.".to_string());
+        let v = click_after(&[seen.clone(), closed]);
+        assert!(!v.is_allowed(), "{prefixed}: {v:?}");
+    }
     // A snapshot after the navigation shows the refs again.
     let v = click_after(&[
         seen.clone(),
